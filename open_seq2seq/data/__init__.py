@@ -1,0 +1,6 @@
+"""Data layers."""
+
+from open_seq2seq.data.data_layer import DataLayer
+from open_seq2seq.data.text2text.text2text import ParallelTextDataLayer
+
+__all__ = ["DataLayer", "ParallelTextDataLayer"]

@@ -1,0 +1,6 @@
+"""Decoders."""
+
+from open_seq2seq.decoders.decoder import Decoder
+from open_seq2seq.decoders.transformer_decoder import TransformerDecoder
+
+__all__ = ["Decoder", "TransformerDecoder"]

@@ -1,0 +1,180 @@
+"""Base model: owns the components a config names and the top-level parameters.
+
+A model family (Text2Text, Speech2Text, ...) subclasses :class:`Model` and implements the
+hooks that turn numpy batches and outputs into printed samples, eval metrics and inference
+lines. Training, distribution, precision and checkpoints live in ``open_seq2seq.training``
+and never change for a new family.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from open_seq2seq.utils.params import AnyType, Configurable, Param, callable_or_class
+
+_STEPS = (int, None)
+
+#: Pairs (component key, its params key) validated against the component's declarations.
+COMPONENT_KEYS = (("data_layer", "data_layer_params"), ("encoder", "encoder_params"),
+                  ("decoder", "decoder_params"), ("loss", "loss_params"))
+
+
+class Model(Configurable):
+  """A sequence model made of a data layer, an encoder, a decoder and a loss.
+
+  Args:
+    params: the validated config of this mode (top-level keys with defaults filled in and
+      nested component params validated), as returned by ``config.resolve_config``.
+    mode: "train", "eval", "infer" or "interactive_infer": picks how the decoder runs.
+  """
+
+  PARAMS = {
+      # --- components
+      "data_layer": Param(callable_or_class, doc="Data layer class."),
+      "data_layer_params": Param(dict, {}, "Parameters of the data layer."),
+      "encoder": Param(callable_or_class, doc="Encoder class."),
+      "encoder_params": Param(dict, {}, "Parameters of the encoder."),
+      "decoder": Param(callable_or_class, doc="Decoder class."),
+      "decoder_params": Param(dict, {}, "Parameters of the decoder."),
+      "loss": Param((callable_or_class, None), None, "Loss class (not needed to infer)."),
+      "loss_params": Param(dict, {}, "Parameters of the loss."),
+      # --- devices and batches
+      "use_horovod": Param(bool, False, "Use Horovod for data parallelism across processes."),
+      "num_gpus": Param(int, 1, "Number of local devices (towers) to train on."),
+      "gpu_ids": Param((list, None), None, "Explicit local device ids (instead of num_gpus)."),
+      "batch_size_per_gpu": Param(int, doc="Examples per device per step."),
+      "eval_batch_size_per_gpu": Param((int, None), None,
+                                       "Examples per device in eval/infer (default: batch_size_per_gpu)."),
+      "iter_size": Param(int, 1, "Accumulate gradients over this many batches per update."),
+      # --- duration and logging
+      "max_steps": Param(_STEPS, None, "Number of updates to train for (or num_epochs)."),
+      "num_epochs": Param(_STEPS, None, "Number of passes over the training data (or max_steps)."),
+      "logdir": Param(str, "experiment", "Directory for checkpoints, summaries and logs."),
+      "save_summaries_steps": Param(_STEPS, None, "TensorBoard summaries every N steps."),
+      "print_loss_steps": Param(_STEPS, None, "Console loss line every N steps."),
+      "print_samples_steps": Param(_STEPS, None, "Console samples every N steps."),
+      "save_checkpoint_steps": Param(_STEPS, None, "Checkpoint every N steps (and at the end)."),
+      "num_checkpoints": Param(int, 5, "Number of latest checkpoints kept."),
+      "eval_steps": Param(_STEPS, None, "In train_eval, evaluate every N steps (and at the end)."),
+      "restore_best_checkpoint": Param(bool, False,
+                                       "Eval/infer from the best checkpoint by eval metric."),
+      "load_model": Param((str, None), None,
+                          "Initialise from another run's checkpoint (match by name and shape)."),
+      "random_seed": Param((int, None), None, "Seed of TensorFlow, NumPy and Python RNGs."),
+      "summaries": Param(list, ["learning_rate", "global_gradient_norm", "loss_scale"],
+                         "Extra TensorBoard scalars to write."),
+      "bench_start": Param(int, 10, "With --benchmark, steps excluded as warm-up."),
+      # --- optimisation
+      "optimizer": Param((str, callable_or_class), "Adam",
+                         "Optimizer name (Adam, AdamW, SGD, Momentum, RMSProp, Adagrad) or class."),
+      "optimizer_params": Param(dict, {}, "Keyword arguments of the optimizer."),
+      "lr_policy": Param((callable_or_class, None), None,
+                         "Learning-rate policy function from optimizers.lr_policies."),
+      "lr_policy_params": Param(dict, {}, "Keyword arguments of the learning-rate policy."),
+      "max_grad_norm": Param((float, None), None, "Clip gradients to this global norm."),
+      "regularizer": Param((callable_or_class, None), None,
+                           "Weight regularizer class, e.g. keras.regularizers.L2."),
+      "regularizer_params": Param(dict, {}, "Keyword arguments of the regularizer."),
+      "freeze_variables_regex": Param((str, None), None,
+                                      "Trainable variables whose name matches are frozen."),
+      # --- precision
+      "dtype": Param(AnyType, "float32",
+                     "float32, float16, mixed, mixed_float16 or mixed_bfloat16 (or a tf.DType)."),
+      "loss_scaling": Param((float, str, None), None,
+                            "Static loss scale, 'Backoff' or 'LogMax' (half precision only)."),
+      "loss_scaling_params": Param(dict, {}, "Parameters of the automatic loss scaler."),
+  }
+
+  def __init__(self, params: dict[str, Any], mode: str = "train"):
+    self.params = params
+    self.mode = mode
+    infer_mode = "infer" if mode == "interactive_infer" else mode
+    self.encoder = params["encoder"](params["encoder_params"], model=self, mode=infer_mode)
+    self.decoder = params["decoder"](params["decoder_params"], model=self, mode=infer_mode)
+    self.loss = (params["loss"](params["loss_params"], model=self)
+                 if params["loss"] is not None else None)
+
+  # ----------------------------------------------------------------- components
+  def make_data_layer(self, params: dict[str, Any], mode: str, num_workers: int = 1,
+                      worker_id: int = 0):
+    """Builds the data layer described by ``params`` (a validated mode config)."""
+    if mode == "train":
+      batch_size = params["batch_size_per_gpu"]
+    else:
+      batch_size = params["eval_batch_size_per_gpu"] or params["batch_size_per_gpu"]
+    return params["data_layer"](params["data_layer_params"], model=self, mode=mode,
+                                batch_size=batch_size, num_workers=num_workers,
+                                worker_id=worker_id)
+
+  @property
+  def layers(self) -> list[keras.layers.Layer]:
+    layers = [self.encoder, self.decoder]
+    if isinstance(self.loss, keras.layers.Layer):
+      layers.append(self.loss)
+    return layers
+
+  @property
+  def trainable_variables(self) -> list:
+    return [v for layer in self.layers for v in layer.trainable_variables]
+
+  @property
+  def variables(self) -> list:
+    return [v for layer in self.layers for v in layer.variables]
+
+  # ----------------------------------------------------------------- computation
+  def forward(self, batch: dict, training: bool) -> dict:
+    """Encoder then decoder with teacher forcing (targets given)."""
+    encoder_output = self.encoder({"source_tensors": batch["source_tensors"]},
+                                  training=training)
+    decoder_input = {"encoder_output": encoder_output}
+    if "target_tensors" in batch:
+      decoder_input["target_tensors"] = batch["target_tensors"]
+    return self.decoder(decoder_input, training=training)
+
+  def compute_loss(self, batch: dict, training: bool) -> tuple[tf.Tensor, tf.Tensor, dict]:
+    """Returns ``(loss_sum, weight, decoder_output)``; loss terms are float32."""
+    decoder_output = self.forward(batch, training)
+    loss_sum, weight = self.loss.compute_loss({
+        "decoder_output": decoder_output, "target_tensors": batch["target_tensors"]})
+    return tf.cast(loss_sum, tf.float32), tf.cast(weight, tf.float32), decoder_output
+
+  def predict(self, batch: dict) -> dict:
+    """Predictions without targets (beam search, greedy CTC ...)."""
+    inputs = {k: v for k, v in batch.items() if k != "target_tensors"}
+    return self.forward(inputs, training=False)
+
+  def num_tokens(self, batch: dict) -> tf.Tensor:
+    """Real (non-padding) source + target units in a batch, for tokens/s."""
+    total = tf.reduce_sum(tf.cast(batch["source_tensors"][1], tf.int64))
+    if "target_tensors" in batch:
+      total += tf.reduce_sum(tf.cast(batch["target_tensors"][1], tf.int64))
+    return total
+
+  # ----------------------------------------------------------------- family hooks (numpy)
+  def format_samples(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                     max_samples: int = 1) -> list[str]:
+    """Human-readable lines (source / reference / prediction) for the console."""
+    return []
+
+  def evaluate(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
+    """Per-example eval results ``[(id, result), ...]`` gathered across batches/workers."""
+    return []
+
+  def finalize_evaluation(self, results: list) -> dict[str, float]:
+    """Metrics of a whole eval pass from the results of :meth:`evaluate` in file order."""
+    return {}
+
+  #: Name of the metric used to select the best checkpoint and whether higher is better.
+  best_metric: tuple[str, bool] = ("loss", False)
+
+  def infer(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
+    """Per-example inference results ``[(id, text), ...]``."""
+    return []
+
+  def finalize_inference(self, results: list) -> tuple[str, list[str]]:
+    """``(header, lines)`` to write in file order; header may be empty."""
+    return "", [text for _, text in results]
