@@ -89,10 +89,14 @@ class Model(Configurable):
       "loss_scaling_params": Param(dict, {}, "Parameters of the automatic loss scaler."),
   }
 
-  def __init__(self, params: dict[str, Any], mode: str = "train"):
+  def __init__(self, params: dict[str, Any], mode: str = "train", num_workers: int = 1,
+               worker_id: int = 0):
     self.params = params
     self.mode = mode
     infer_mode = "infer" if mode == "interactive_infer" else mode
+    # The data layer comes first: it reads vocabularies and publishes sizes
+    # (e.g. data_layer.params["src_vocab_size"]) that the encoder and decoder need.
+    self.data_layer = self.make_data_layer(params, infer_mode, num_workers, worker_id)
     self.encoder = params["encoder"](params["encoder_params"], model=self, mode=infer_mode)
     self.decoder = params["decoder"](params["decoder_params"], model=self, mode=infer_mode)
     self.loss = (params["loss"](params["loss_params"], model=self)
