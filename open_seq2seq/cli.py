@@ -1,0 +1,238 @@
+"""Command line of ``run.py``: parse, resolve the config, and run one mode.
+
+Every user error (:class:`open_seq2seq.errors.OpenSeq2SeqError`) is printed as one line and
+exits with status 2; Ctrl-C during training saves a checkpoint and exits with status 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+from typing import Any
+
+from open_seq2seq.errors import CheckpointError, ConfigError, OpenSeq2SeqError
+
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(
+      prog="run.py", description="Train, evaluate and run sequence-to-sequence models.",
+      epilog="Any config value can be overridden as --key=value or --a/b/c=value, e.g. "
+             "--encoder_params/encoder_layers=2; overrides win over the mode dicts.")
+  parser.add_argument("--config_file", required=True, help="Python config file.")
+  parser.add_argument("--mode", default="train",
+                      choices=["train", "eval", "train_eval", "infer", "interactive_infer"])
+  parser.add_argument("--logdir", help="Run directory (overrides the config's logdir).")
+  parser.add_argument("--continue_learning", action="store_true",
+                      help="Resume training from the latest checkpoint in logdir.")
+  parser.add_argument("--infer_output_file", default="infer-out.txt",
+                      help="Where --mode=infer writes its predictions.")
+  parser.add_argument("--benchmark", action="store_true",
+                      help="Time --bench_steps training steps and print a table; saves nothing.")
+  parser.add_argument("--bench_steps", type=int, default=30, help="Steps timed by --benchmark.")
+  parser.add_argument("--enable_logs", action="store_true",
+                      help="Also copy the command line, stdout and stderr into logdir/logs/.")
+  parser.add_argument("--num_gpus", type=int, help="Number of local devices (towers).")
+  parser.add_argument("--use_horovod", type=_parse_bool, help="Use Horovod (True/False).")
+  parser.add_argument("--cpu_towers", type=int, default=0,
+                      help="Split the CPU into N logical devices (towers without GPUs).")
+  parser.add_argument("--help_params", action="store_true",
+                      help="List the parameters of the config's model and components.")
+  return parser
+
+
+def _parse_bool(text: str) -> bool:
+  if text.lower() in ("true", "1", "yes"):
+    return True
+  if text.lower() in ("false", "0", "no"):
+    return False
+  raise argparse.ArgumentTypeError(f"expected True or False, got {text!r}")
+
+
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+  args, rest = build_parser().parse_known_args(argv)
+  overrides = list(rest)
+  for key in ("logdir", "num_gpus", "use_horovod"):
+    value = getattr(args, key)
+    if value is not None:
+      overrides.append(f"--{key}={value}")
+  return args, overrides
+
+
+def main(argv: list[str] | None = None) -> int:
+  argv = sys.argv[1:] if argv is None else argv
+  try:
+    return run(argv)
+  except OpenSeq2SeqError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return EXIT_USER_ERROR
+  except KeyboardInterrupt:
+    print("interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def run(argv: list[str]) -> int:
+  args, overrides = parse_args(argv)
+  from open_seq2seq.config import load_config  # after argparse: --help stays fast
+  base_model, configs = load_config(args.config_file, args.mode, overrides)
+  if args.help_params:
+    print(help_params(base_model, next(iter(configs.values()))))
+    return 0
+  _silence_tensorflow()
+  import keras
+  from open_seq2seq.distributed.backend import make_backend
+  from open_seq2seq.training import reporting
+  from open_seq2seq.training.trainer import Trainer
+
+  main_cfg = configs.get("train") or next(iter(configs.values()))
+  if main_cfg["random_seed"] is not None:
+    keras.utils.set_random_seed(main_cfg["random_seed"])
+  backend = make_backend(main_cfg, cpu_towers=args.cpu_towers)
+  logdir = main_cfg["logdir"]
+  try:
+    if args.mode in ("train", "train_eval"):
+      _check_train_logdir(logdir, args)
+      if backend.is_chief and not args.benchmark:
+        _write_config(logdir, configs)
+        if args.enable_logs:
+          reporting.enable_file_logs(logdir, [sys.executable] + sys.argv)
+      model = base_model(configs["train"], "train", num_workers=backend.num_workers,
+                         worker_id=backend.worker_index)
+      eval_layer = None
+      if args.mode == "train_eval":
+        eval_layer = model.make_data_layer(configs["eval"], "eval", backend.num_workers,
+                                           backend.worker_index)
+      trainer = Trainer(model, backend, logdir)
+      if args.benchmark:
+        result = trainer.train(model.data_layer, benchmark_steps=args.bench_steps,
+                               summaries=reporting.Summaries(None))
+        if backend.is_chief:
+          print(benchmark_table(result, main_cfg))
+        return 0
+      trainer.train(model.data_layer, eval_layer, continue_learning=args.continue_learning)
+      return 0
+    mode_cfg = configs[args.mode]
+    if args.enable_logs and backend.is_chief:
+      reporting.enable_file_logs(logdir, [sys.executable] + sys.argv)
+    model = base_model(mode_cfg, args.mode, num_workers=backend.num_workers,
+                       worker_id=backend.worker_index)
+    trainer = Trainer(model, backend, logdir)
+    from open_seq2seq.training.checkpoints import checkpoint_for_eval
+    checkpoint = checkpoint_for_eval(logdir, mode_cfg["restore_best_checkpoint"])
+    if args.mode == "eval":
+      trainer.restore_for_inference(model.data_layer, checkpoint)
+      trainer.evaluate(model.data_layer)
+    elif args.mode == "infer":
+      _check_output_path(args.infer_output_file)
+      trainer.restore_for_inference(model.data_layer, checkpoint)
+      header, lines, metrics = trainer.infer(model.data_layer)
+      if backend.is_chief:
+        from open_seq2seq.utils.io import atomic_open
+        with atomic_open(args.infer_output_file) as f:
+          if header:
+            f.write(header + "\n")
+          for line in lines:
+            f.write(line + "\n")
+        reporting.log(f"wrote {len(lines)} predictions to {args.infer_output_file}")
+        for name, value in metrics.items():
+          reporting.log(f"{name} {value:.2f}")
+    else:
+      interactive_infer(trainer, model, checkpoint)
+    return 0
+  finally:
+    backend.shutdown()
+
+
+def _silence_tensorflow() -> None:
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  import absl.logging
+  absl.logging.set_verbosity(absl.logging.ERROR)
+
+
+def _check_train_logdir(logdir: str, args: argparse.Namespace) -> None:
+  from open_seq2seq.training.checkpoints import logdir_holds_run
+  if args.benchmark:
+    return
+  if args.continue_learning:
+    return
+  if logdir_holds_run(logdir):
+    raise CheckpointError(
+        f"{logdir} already holds a run: pass --continue_learning to resume it, or choose "
+        f"another --logdir (nothing was overwritten)")
+
+
+def _check_output_path(path: str) -> None:
+  directory = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(directory):
+    raise ConfigError(f"--infer_output_file: directory {directory} does not exist")
+
+
+def _write_config(logdir: str, configs: dict[str, dict]) -> None:
+  from open_seq2seq.config import config_to_text
+  from open_seq2seq.utils.io import atomic_write_text
+  os.makedirs(logdir, exist_ok=True)
+  text = "".join(f"# mode: {mode}\n{config_to_text(cfg)}\n" for mode, cfg in configs.items())
+  atomic_write_text(os.path.join(logdir, "config.txt"), text)
+
+
+def interactive_infer(trainer: Any, model: Any, checkpoint: str) -> None:
+  """Reads one input per line from stdin and prints the model's output for it."""
+  import tensorflow as tf
+  tty = sys.stdin.isatty()
+  restored = False
+  while True:
+    if tty:
+      sys.stdout.write("> ")
+      sys.stdout.flush()
+    line = sys.stdin.readline()
+    if not line:
+      break
+    line = line.strip()
+    if not line:
+      continue
+    try:
+      dataset = model.data_layer.dataset_from_inputs([line])
+    except OpenSeq2SeqError as e:
+      print(f"error: {e}", file=sys.stderr)
+      continue
+    batch = next(iter(dataset))
+    if not restored:
+      trainer.build(batch)
+      trainer.restore_checkpoint(checkpoint)
+      restored = True
+    outputs = tf.nest.map_structure(lambda t: t.numpy(), model.predict(batch))
+    batch_np = tf.nest.map_structure(lambda t: t.numpy(), batch)
+    for _, text in model.infer(batch_np, outputs):
+      print(text)
+    sys.stdout.flush()
+
+
+def help_params(base_model: type, config: dict) -> str:
+  """Markdown tables of the parameters of the config's model and components."""
+  from open_seq2seq.utils.params import format_params_table
+  sections = [f"## {base_model.__name__} (top-level keys)\n",
+              format_params_table(base_model.declared_params())]
+  for key in ("data_layer", "encoder", "decoder", "loss"):
+    klass = config.get(key)
+    if klass is not None and hasattr(klass, "declared_params"):
+      sections.append(f"\n## {key}_params: {klass.__name__}\n")
+      sections.append(format_params_table(klass.declared_params()))
+  return "\n".join(sections)
+
+
+def benchmark_table(result: dict, params: dict) -> str:
+  peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+  rows = [("steps timed", f"{result['steps_measured']}"),
+          ("median time/step (s)", f"{result['median_step_time']:.4f}"),
+          ("median tokens/s", f"{result['tokens_per_s']:,.0f}"),
+          ("peak memory (MB)", f"{peak_mb:,.0f}"),
+          ("dtype", str(params["dtype"])),
+          ("batch_size_per_gpu", str(params["batch_size_per_gpu"]))]
+  width = max(len(r[0]) for r in rows)
+  lines = ["| metric | value |", "|---|---|"]
+  lines += [f"| {name.ljust(width)} | {value} |" for name, value in rows]
+  return "\n".join(lines)

@@ -1,0 +1,279 @@
+"""Parallel text (machine translation) data layer."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+import tensorflow as tf
+
+from open_seq2seq.data import transforms
+from open_seq2seq.data.data_layer import DataLayer
+from open_seq2seq.data.text2text.vocab import (SpecialTextTokens, invert_vocab, load_vocab,
+                                               pad_vocab_to_eight)
+from open_seq2seq.errors import ConfigError, DataError
+from open_seq2seq.utils.params import Param
+
+__all__ = ["ParallelTextDataLayer", "SpecialTextTokens", "read_text_lines", "split_tokens"]
+
+_EOS = SpecialTextTokens.EOS_ID.value
+_UNK = SpecialTextTokens.UNK_ID.value
+_S = SpecialTextTokens.S_ID.value
+
+
+def read_text_lines(path: str, what: str) -> list[str]:
+  """All lines of a UTF-8 text file, without line terminators.
+
+  Raises:
+    DataError: naming ``what`` (the config key) if the file is missing, unreadable or not
+      UTF-8 (with the line of the bad byte).
+  """
+  try:
+    with open(path, "rb") as f:
+      data = f.read()
+  except FileNotFoundError:
+    raise DataError(f"{what} {path} does not exist; check data_layer_params/{what}") from None
+  except OSError as e:
+    raise DataError(f"{what} {path} cannot be read ({e.strerror}); check the path and "
+                    "its permissions") from None
+  try:
+    text = data.decode("utf-8")
+  except UnicodeDecodeError as e:
+    line = data.count(b"\n", 0, e.start) + 1
+    raise DataError(f"{path}:{line}: not valid UTF-8 (byte offset {e.start}); re-encode "
+                    "the file as UTF-8") from None
+  lines = text.split("\n")
+  if lines and lines[-1] == "":
+    lines.pop()  # the final newline ends the last line, it does not start a new one
+  return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def split_tokens(line: str, delimiter: str) -> list[str]:
+  """Tokens of a line: split on ``delimiter`` (any whitespace for " ", characters for "")."""
+  if delimiter == "":
+    return list(line.strip())
+  if delimiter.isspace():
+    return line.split()
+  return [t for t in line.strip().split(delimiter) if t]
+
+
+class _Side:
+  """One side (source or target) of the corpus, tokenized into flat int32 ids."""
+
+  def __init__(self, values: np.ndarray, lengths: np.ndarray):
+    self.values = values
+    self.lengths = lengths
+
+  def ragged(self) -> tf.RaggedTensor:
+    return tf.RaggedTensor.from_row_lengths(self.values, self.lengths.astype(np.int64))
+
+
+class ParallelTextDataLayer(DataLayer):
+  """Pairs of tokenized sentences, line i of ``source_file`` with line i of ``target_file``.
+
+  Each batch is ``{"source_tensors": (ids [B, T] int32, lengths [B] int32),
+  "target_tensors": (ids, lengths), "id": line index [B] int64}``; ids are the tokens'
+  vocabulary ids followed by EOS (the decoder prepends GO itself); targets are absent in
+  infer mode. The layer publishes ``src_vocab_size``, ``tgt_vocab_size``,
+  ``source_seq2idx``/``target_seq2idx`` and ``source_idx2seq``/``target_idx2seq`` in
+  ``self.params`` for the encoder, decoder and model.
+
+  Modes: *train* shuffles (with TensorFlow's global seed) and repeats if ``repeat``; *eval*
+  and *infer* make exactly one deterministic pass (``repeat`` and ``shuffle`` are ignored).
+  ``max_length`` filters pairs in train and eval (an eval pass then skips long pairs: set it
+  to None to score every line) but never in infer. Workers read disjoint shards: worker k
+  keeps the lines whose index modulo the number of workers is k.
+  """
+
+  PARAMS = {
+      "src_vocab_file": Param(str, doc="Source vocabulary: one token per line (+ optional count)."),
+      "tgt_vocab_file": Param(str, doc="Target vocabulary: one token per line (+ optional count)."),
+      "source_file": Param(str, doc="Tokenized source sentences, one per line."),
+      "target_file": Param((str, None), None,
+                           "Tokenized target sentences, line-aligned with source_file "
+                           "(required in train and eval, ignored in infer)."),
+      "use_targets": Param(bool, True, "Read target_file (False: source-only data)."),
+      "delimiter": Param(str, " ", "Token separator (' ': any whitespace; '': characters)."),
+      "shuffle": Param(bool, True, "Shuffle training examples (never in eval/infer)."),
+      "repeat": Param(bool, True, "Repeat training data forever (eval/infer: one pass)."),
+      "max_length": Param((int, None), None,
+                          "Drop pairs with a side longer than this many ids incl. EOS "
+                          "(train/eval; None: keep all)."),
+      "batching": Param(str, "examples", "'examples': batch_size sentences per batch; "
+                        "'tokens': batch_size tokens (padding included) per batch.",
+                        choices=("examples", "tokens")),
+      "bucket_width": Param((int, None), None,
+                            "Batch sentences whose lengths fall in the same bucket of this "
+                            "width (None: no bucketing with 'examples', 8 with 'tokens')."),
+      "pad_vocab_to_eight": Param(bool, False, "Pad vocabulary sizes to a multiple of 8."),
+      "pad_lengths_to_eight": Param(bool, False,
+                                    "Pad time dims of batches to multiples of 8 (half precision)."),
+      "special_tokens_already_in_vocab": Param(
+          bool, False, "Vocab files start with <PAD> <UNK> <S> </S> (else ids 0-3 are added)."),
+      "use_start_token": Param(bool, False, "Prepend <S> to source ids (targets never get it)."),
+      "map_parallel_calls": Param((int, None), None, "Parallel map calls (None: autotune)."),
+      "prefetch_buffer_size": Param((int, None), None, "Batches prefetched (None: autotune)."),
+      "shuffle_buffer_size": Param(int, -1, "Shuffle buffer in examples (-1: the whole shard)."),
+  }
+
+  def __init__(self, params: dict[str, Any], model: Any = None, mode: str = "train",
+               batch_size: int = 32, num_workers: int = 1, worker_id: int = 0):
+    super().__init__(params, model, mode, batch_size, num_workers, worker_id)
+    self.params = self.validate_params(self.params, prefix="data_layer_params")
+    p = self.params
+    if mode not in ("train", "eval", "infer"):
+      raise ConfigError(f"ParallelTextDataLayer: mode must be train, eval or infer, got {mode!r}")
+    if not 0 <= worker_id < num_workers:
+      raise ConfigError(f"worker_id {worker_id} is not in [0, {num_workers})")
+    if batch_size < 1:
+      raise ConfigError(f"batch size must be at least 1, got {batch_size}")
+    if p["bucket_width"] is not None and p["bucket_width"] < 1:
+      raise ConfigError(f"data_layer_params/bucket_width: must be at least 1, got "
+                        f"{p['bucket_width']}")
+    if p["max_length"] is not None and p["max_length"] < 2:
+      raise ConfigError(f"data_layer_params/max_length: must be at least 2 (a token and EOS), "
+                        f"got {p['max_length']}")
+    self._use_targets = p["use_targets"] and mode != "infer"
+    if self._use_targets and p["target_file"] is None:
+      raise ConfigError(f"data_layer_params/target_file: required in {mode} mode (or set "
+                        "use_targets to False)")
+
+    self.src_seq2idx = self._load_vocab(p["src_vocab_file"])
+    self.tgt_seq2idx = self._load_vocab(p["tgt_vocab_file"])
+    self.src_idx2seq = invert_vocab(self.src_seq2idx)
+    self.tgt_idx2seq = invert_vocab(self.tgt_seq2idx)
+    p["src_vocab_size"] = len(self.src_seq2idx)
+    p["tgt_vocab_size"] = len(self.tgt_seq2idx)
+    p["source_seq2idx"] = self.src_seq2idx
+    p["target_seq2idx"] = self.tgt_seq2idx
+    p["source_idx2seq"] = self.src_idx2seq
+    p["target_idx2seq"] = self.tgt_idx2seq
+
+    self._read_corpus()
+
+  # ----------------------------------------------------------------- reading
+  def _load_vocab(self, path: str) -> dict[str, int]:
+    seq2idx = load_vocab(path, self.params["special_tokens_already_in_vocab"])
+    return pad_vocab_to_eight(seq2idx) if self.params["pad_vocab_to_eight"] else seq2idx
+
+  def _to_ids(self, tokens: list[str], seq2idx: dict[str, int], source: bool) -> list[int]:
+    start = [_S] if source and self.params["use_start_token"] else []
+    return start + [seq2idx.get(t, _UNK) for t in tokens] + [_EOS]
+
+  def _tokenize_file(self, path: str, key: str, seq2idx: dict[str, int], source: bool,
+                     other_path: str | None) -> tuple[_Side, list[str]]:
+    lines = read_text_lines(path, key)
+    if not lines:
+      raise DataError(f"{key} {path} is empty; it needs one sentence per line")
+    delimiter = self.params["delimiter"]
+    values: list[int] = []
+    lengths = np.empty(len(lines), dtype=np.int32)
+    for i, line in enumerate(lines):
+      tokens = split_tokens(line, delimiter)
+      if not tokens:
+        fix = (f"remove it here and line {i + 1} of {other_path}" if other_path
+               else "remove it or put text on it")
+        raise DataError(f"{path}:{i + 1}: empty line; {fix}")
+      ids = self._to_ids(tokens, seq2idx, source)
+      values.extend(ids)
+      lengths[i] = len(ids)
+    return _Side(np.asarray(values, dtype=np.int32), lengths), lines
+
+  def _read_corpus(self) -> None:
+    p = self.params
+    target_path = p["target_file"] if self._use_targets else None
+    self._source, _ = self._tokenize_file(p["source_file"], "source_file", self.src_seq2idx,
+                                          True, target_path)
+    self._target = None
+    self._target_lines: list[str] | None = None
+    if target_path is not None:
+      self._target, target_lines = self._tokenize_file(
+          target_path, "target_file", self.tgt_seq2idx, False, p["source_file"])
+      if len(target_lines) != len(self._source.lengths):
+        raise DataError(
+            f"source_file {p['source_file']} has {len(self._source.lengths)} lines but "
+            f"target_file {target_path} has {len(target_lines)}; parallel files need one "
+            "sentence pair per line, aligned")
+      if self.mode == "eval":
+        self._target_lines = target_lines  # references for BLEU keep out-of-vocabulary words
+    # The same selection build_dataset applies, computed here to know sizes up front.
+    count = len(self._source.lengths)
+    keep = np.arange(count) % self.num_workers == self.worker_id
+    if self.mode != "infer" and p["max_length"] is not None:
+      keep &= self._source.lengths <= p["max_length"]
+      if self._target is not None:
+        keep &= self._target.lengths <= p["max_length"]
+    self._kept = keep
+    self._longest = int(max(self._source.lengths.max(),
+                            self._target.lengths.max() if self._target is not None else 0))
+
+  # ----------------------------------------------------------------- datasets
+  def get_size_in_samples(self) -> int:
+    return int(self._kept.sum())
+
+  def reference_text(self, example_id: int) -> str | None:
+    """Raw target line ``example_id`` (eval mode only), the reference for BLEU."""
+    if self._target_lines is None:
+      return None
+    return self._target_lines[int(example_id)]
+
+  def _examples(self, source: _Side, target: _Side | None) -> tf.data.Dataset:
+    """Unbatched dict elements ``source``/``source_length``/(``target``...)/``id``."""
+    features = {"source": source.ragged(), "source_length": source.lengths,
+                "id": np.arange(len(source.lengths), dtype=np.int64)}
+    if target is not None:
+      features["target"] = target.ragged()
+      features["target_length"] = target.lengths
+    dataset = tf.data.Dataset.from_tensor_slices(features)
+    # from_tensor_slices keeps a ragged spec for the rows: an identity map makes them dense.
+    return dataset.map(lambda e: dict(e), num_parallel_calls=self.params["map_parallel_calls"]
+                       or tf.data.AUTOTUNE, deterministic=True)
+
+  def _batch(self, dataset: tf.data.Dataset, longest: int) -> tf.data.Dataset:
+    p = self.params
+    pad_multiple = 8 if p["pad_lengths_to_eight"] else 1
+    by_tokens = p["batching"] == "tokens"
+    width = p["bucket_width"] or (8 if by_tokens else None)
+    boundaries = transforms.bucket_boundaries(longest, width) if width else None
+    dataset = transforms.bucket_batch(
+        dataset, self.batch_size, by_tokens=by_tokens, boundaries=boundaries,
+        pad_multiple=pad_multiple, max_length=longest, batch_multiple=pad_multiple)
+    dataset = transforms.pad_to_multiple(dataset, pad_multiple)
+    dataset = dataset.map(self._model_inputs)
+    return dataset.prefetch(p["prefetch_buffer_size"] or tf.data.AUTOTUNE)
+
+  @staticmethod
+  def _model_inputs(batch: dict) -> dict:
+    inputs = {"source_tensors": (batch["source"], batch["source_length"]), "id": batch["id"]}
+    if "target" in batch:
+      inputs["target_tensors"] = (batch["target"], batch["target_length"])
+    return inputs
+
+  def build_dataset(self) -> tf.data.Dataset:
+    p = self.params
+    dataset = self._examples(self._source, self._target)
+    dataset = transforms.shard(dataset, self.num_workers, self.worker_id)
+    if self.mode != "infer":
+      dataset = transforms.filter_by_max_length(dataset, p["max_length"])
+    longest = self._longest
+    if self.mode != "infer" and p["max_length"] is not None:
+      longest = min(longest, p["max_length"])
+    if self.mode == "train":
+      if p["shuffle"]:
+        size = self.get_size_in_samples()
+        buffer = size if p["shuffle_buffer_size"] < 1 else p["shuffle_buffer_size"]
+        dataset = dataset.shuffle(max(1, buffer), reshuffle_each_iteration=True)
+      if p["repeat"]:
+        dataset = dataset.repeat()
+    return self._batch(dataset, longest)
+
+  def dataset_from_inputs(self, inputs: Iterable[str]) -> tf.data.Dataset:
+    """Batches of tokenized raw source strings (ids 0..n-1 in input order), no targets."""
+    delimiter = self.params["delimiter"]
+    ids = [self._to_ids(split_tokens(text, delimiter), self.src_seq2idx, True)
+           for text in inputs]
+    if not ids:
+      raise DataError("interactive input is empty; give at least one sentence")
+    lengths = np.array([len(x) for x in ids], dtype=np.int32)
+    source = _Side(np.concatenate([np.asarray(x, np.int32) for x in ids]), lengths)
+    return self._batch(self._examples(source, None), int(lengths.max()))

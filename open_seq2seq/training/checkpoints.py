@@ -1,0 +1,176 @@
+"""Checkpoints: latest-N, best-by-metric, resume, and initialisation from another run.
+
+Layout of a log directory::
+
+    logdir/ckpt-<step>.index|.data-*   last ``num_checkpoints`` checkpoints (+ ``checkpoint``)
+    logdir/best_models/                 the checkpoint with the best eval metric
+    logdir/best_models/best.json        {"metric": ..., "value": ..., "step": ...}
+
+TensorFlow writes a checkpoint's data under a temporary name and its index last, and updates
+the ``checkpoint`` state file atomically, so a crash never leaves a half-written checkpoint
+that would be picked up on resume.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable
+
+import tensorflow as tf
+
+from open_seq2seq.errors import CheckpointError
+from open_seq2seq.utils.io import atomic_write_text
+
+BEST_DIR = "best_models"
+BEST_INFO = "best.json"
+
+
+def latest_checkpoint(logdir: str, best: bool = False) -> str | None:
+  directory = os.path.join(logdir, BEST_DIR) if best else logdir
+  return tf.train.latest_checkpoint(directory) if os.path.isdir(directory) else None
+
+
+def checkpoint_for_eval(logdir: str, best: bool) -> str:
+  """The checkpoint eval/infer should load, or a one-line error saying what to do."""
+  path = latest_checkpoint(logdir, best)
+  if path is None:
+    what = "best checkpoint (restore_best_checkpoint is set)" if best else "checkpoint"
+    raise CheckpointError(
+        f"{logdir}: no {what} found; train first (--mode=train or train_eval) or point "
+        f"--logdir at a trained run")
+  return path
+
+
+def logdir_holds_run(logdir: str) -> bool:
+  """Whether ``logdir`` already has a checkpoint or summaries of an earlier run."""
+  if not os.path.isdir(logdir):
+    return False
+  for name in os.listdir(logdir):
+    if name == "checkpoint" or name.startswith("ckpt-") or name.startswith("events.out"):
+      return True
+    if name in (BEST_DIR, "config.txt"):
+      return True
+  return False
+
+
+def variable_keys(root: tf.train.Checkpoint) -> dict[str, Any]:
+  """Maps the checkpoint key of every variable reachable from ``root`` to the variable.
+
+  Keys follow TensorFlow's object-graph naming (``model/encoder/.../.ATTRIBUTES/VARIABLE_VALUE``)
+  found breadth-first, the way ``tf.train.Checkpoint`` names them.
+  """
+  view = tf.train.TrackableView(root)
+  keys: dict[str, Any] = {}
+  seen = {id(root)}
+  queue = [("", root)]
+  while queue:
+    path, obj = queue.pop(0)
+    for name, child in view.children(obj).items():
+      if id(child) in seen:
+        continue
+      seen.add(id(child))
+      child_path = f"{path}/{name}" if path else name
+      if isinstance(child, tf.Variable) or _is_keras_variable(child):
+        keys[f"{child_path}/.ATTRIBUTES/VARIABLE_VALUE"] = child
+      else:
+        queue.append((child_path, child))
+  return keys
+
+
+def _is_keras_variable(obj: Any) -> bool:
+  import keras  # local: keep this module importable without building Keras state
+  return isinstance(obj, keras.Variable)
+
+
+class CheckpointStore:
+  """Saves and restores the training state of one run.
+
+  Args:
+    logdir: run directory.
+    objects: trackables to save, e.g. ``{"model": ..., "optimizer": ..., "scaler": ...}``.
+    max_to_keep: number of latest checkpoints kept.
+    write: False on non-chief workers: they restore but never write.
+  """
+
+  def __init__(self, logdir: str, objects: dict[str, Any], max_to_keep: int = 5,
+               write: bool = True):
+    self.logdir = logdir
+    self.write = write
+    self.checkpoint = tf.train.Checkpoint(**objects)
+    self.manager = tf.train.CheckpointManager(self.checkpoint, logdir, max_to_keep=max_to_keep,
+                                              checkpoint_name="ckpt")
+    self._best = tf.train.CheckpointManager(self.checkpoint, os.path.join(logdir, BEST_DIR),
+                                            max_to_keep=1, checkpoint_name="ckpt")
+
+  def save(self, step: int) -> str | None:
+    if not self.write:
+      return None
+    if self.manager.latest_checkpoint and self.manager.latest_checkpoint.endswith(f"-{step}"):
+      return self.manager.latest_checkpoint  # already saved at this step
+    return self.manager.save(checkpoint_number=step)
+
+  def restore(self, path: str, expect_partial: bool = False) -> None:
+    status = self.checkpoint.restore(path)
+    if expect_partial:
+      status.expect_partial()
+
+  def restore_latest(self) -> str | None:
+    path = self.manager.latest_checkpoint
+    if path:
+      self.checkpoint.restore(path)
+    return path
+
+  # ------------------------------------------------------------------ best checkpoint
+  def best_info(self) -> dict | None:
+    path = os.path.join(self.logdir, BEST_DIR, BEST_INFO)
+    if not os.path.isfile(path):
+      return None
+    with open(path, encoding="utf-8") as f:
+      return json.load(f)
+
+  def maybe_save_best(self, metric: str, value: float, higher_is_better: bool,
+                      step: int) -> bool:
+    """Saves a copy as the best checkpoint if ``value`` beats the best so far."""
+    best = self.best_info()
+    if best is not None and best.get("metric") == metric:
+      better = value > best["value"] if higher_is_better else value < best["value"]
+      if not better:
+        return False
+    if self.write:
+      self._best.save(checkpoint_number=step)
+      atomic_write_text(os.path.join(self.logdir, BEST_DIR, BEST_INFO),
+                        json.dumps({"metric": metric, "value": value, "step": step}) + "\n")
+    return True
+
+
+def load_pretrained(root: tf.train.Checkpoint, source: str,
+                    skip_patterns: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+  """Initialises variables of ``root`` from another run, matching by key and shape.
+
+  Args:
+    root: a checkpoint object whose ``model`` holds the variables to initialise.
+    source: a run directory (its latest checkpoint is used) or a checkpoint prefix.
+
+  Returns:
+    (loaded keys, skipped keys with the reason).
+  """
+  path = tf.train.latest_checkpoint(source) if os.path.isdir(source) else source
+  if not path or not tf.io.gfile.exists(path + ".index"):
+    raise CheckpointError(f"load_model: no checkpoint found at {source}")
+  reader = tf.train.load_checkpoint(path)
+  shapes = reader.get_variable_to_shape_map()
+  loaded, skipped = [], []
+  for key, var in sorted(variable_keys(root).items()):
+    if not key.startswith("model/"):
+      continue
+    if key not in shapes:
+      skipped.append(f"{key} (not in {source})")
+      continue
+    if list(shapes[key]) != list(var.shape):
+      skipped.append(f"{key} (shape {list(var.shape)} != {list(shapes[key])})")
+      continue
+    value = reader.get_tensor(key)
+    var.assign(tf.cast(value, var.dtype))
+    loaded.append(key)
+  return loaded, skipped

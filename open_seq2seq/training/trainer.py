@@ -1,0 +1,452 @@
+"""The one training loop, with evaluation and inference.
+
+One ``tf.function`` step serves every backend and precision:
+
+* each replica runs ``iter_size`` micro-batches, summing gradients of the *summed* loss
+  (scaled by the loss scaler under half precision) — no normalisation yet;
+* in cross-replica context the backend sums gradients, loss sums and weights over all
+  replicas and processes; gradients are divided by the global weight (real target tokens or
+  utterances) and by the loss scale, so a step equals one large batch whatever the split;
+* non-finite gradients skip the update (weights, optimizer state and step untouched);
+  otherwise regularization, clipping by global norm and the optimizer update follow.
+
+The global step is the optimizer's update counter, so skipped steps do not advance it and the
+learning-rate schedule (which reads it) resumes exactly from a checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from open_seq2seq.distributed.backend import Backend
+from open_seq2seq.models.model import Model
+from open_seq2seq.optimizers import get_optimizer, regularization_loss
+from open_seq2seq.training import reporting
+from open_seq2seq.training.checkpoints import CheckpointStore, load_pretrained
+from open_seq2seq.training.loss_scaling import make_loss_scaler
+from open_seq2seq.training.reporting import format_number, log
+
+
+class LearningRate(keras.optimizers.schedules.LearningRateSchedule):
+  """Adapts an OpenSeq2Seq lr policy ``policy(global_step, **params)`` to Keras."""
+
+  def __init__(self, policy: Any, params: dict[str, Any]):
+    self.policy = policy
+    self.params = dict(params)
+
+  def __call__(self, step):
+    return tf.cast(self.policy(global_step=tf.cast(step, tf.int64), **self.params), tf.float32)
+
+  def get_config(self) -> dict:
+    return {"policy": self.policy.__name__, **self.params}
+
+
+def _learning_rate(params: dict) -> Any:
+  if params["lr_policy"] is None:
+    return params["optimizer_params"].get("learning_rate", 1e-3)
+  return LearningRate(params["lr_policy"], params["lr_policy_params"])
+
+
+def _to_numpy(value: Any) -> Any:
+  return tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else t, value)
+
+
+class Trainer:
+  """Builds the optimizer and step functions for ``model`` and runs train/eval/infer.
+
+  Args:
+    model: the model (its variables are created here, under the backend's scope).
+    backend: distribution backend (single process by default).
+    logdir: run directory (checkpoints, summaries, resolved config).
+  """
+
+  def __init__(self, model: Model, backend: Backend | None = None, logdir: str | None = None):
+    self.model = model
+    self.params = model.params
+    self.backend = backend or Backend()
+    self.logdir = logdir or self.params["logdir"]
+    self.is_chief = self.backend.is_chief
+    self.loss_scaler = make_loss_scaler(self.params["loss_scaling"],
+                                        self.params["loss_scaling_params"])
+    with self.backend.strategy.scope():
+      self.optimizer = get_optimizer(self.params["optimizer"], self.params["optimizer_params"],
+                                     _learning_rate(self.params))
+      self.skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_steps")
+      self.tokens_seen = tf.Variable(0, dtype=tf.int64, trainable=False, name="tokens_seen")
+    self._built = False
+    self._train_vars: list = []
+    self._data_iterator = None
+    self.store: CheckpointStore | None = None
+
+  # ------------------------------------------------------------------ building
+  @property
+  def global_step(self) -> int:
+    return int(self.optimizer.iterations.numpy())
+
+  def _checkpoint_objects(self, with_data: bool) -> dict[str, Any]:
+    objects = {
+        "model": tf.Module(),
+        "optimizer": self.optimizer,
+        "skipped_steps": self.skipped_steps,
+        "tokens_seen": self.tokens_seen,
+    }
+    objects["model"].encoder = self.model.encoder
+    objects["model"].decoder = self.model.decoder
+    if isinstance(self.model.loss, keras.layers.Layer):
+      objects["model"].loss = self.model.loss
+    if self.loss_scaler is not None:
+      objects["loss_scaler"] = self.loss_scaler
+    if with_data and self._data_iterator is not None:
+      objects["data"] = self._data_iterator
+    return objects
+
+  def build(self, batch: dict) -> None:
+    """Creates every variable by running the model once on a local batch."""
+    if self._built:
+      return
+    with self.backend.strategy.scope():
+      if "target_tensors" in batch and self.model.loss is not None:
+        self.model.compute_loss(batch, training=False)
+      else:
+        self.model.forward(batch, training=False)
+      self._train_vars = self._select_trainable()
+      self.optimizer.build(self._train_vars)
+    self.backend.broadcast_variables(self.model.variables + list(self.optimizer.variables))
+    self._built = True
+
+  def _select_trainable(self) -> list:
+    variables = self.model.trainable_variables
+    regex = self.params["freeze_variables_regex"]
+    if regex:
+      pattern = re.compile(regex)
+      frozen = [v for v in variables if pattern.match(v.path)]
+      variables = [v for v in variables if not pattern.match(v.path)]
+      if self.is_chief:
+        log(f"Freezing {len(frozen)} variables matching {regex!r}")
+    return variables
+
+  def make_store(self, with_data: bool = False) -> CheckpointStore:
+    self.store = CheckpointStore(self.logdir, self._checkpoint_objects(with_data),
+                                 max_to_keep=self.params["num_checkpoints"],
+                                 write=self.is_chief)
+    return self.store
+
+  def restore_checkpoint(self, path: str) -> None:
+    """Loads model weights only (eval/infer): optimizer state is not needed there."""
+    model = tf.Module()
+    model.encoder, model.decoder = self.model.encoder, self.model.decoder
+    if isinstance(self.model.loss, keras.layers.Layer):
+      model.loss = self.model.loss
+    tf.train.Checkpoint(model=model).restore(path).expect_partial().assert_existing_objects_matched()
+    if self.is_chief:
+      log(f"Restored weights from {path}")
+
+  def restore_for_inference(self, layer, path: str) -> None:
+    """Builds the model on ``layer``'s first batch, then loads ``path``."""
+    dataset = self.backend.distribute_dataset(
+        lambda n, i: self._shard_layer(layer, n, i).build_dataset())
+    self.build(self.backend.local_results(next(iter(dataset)))[0])
+    self.restore_checkpoint(path)
+
+  # ------------------------------------------------------------------ the step
+  def _replica_step(self, batches: tuple) -> tuple:
+    """Gradients of the summed (scaled) loss over this replica's micro-batches."""
+    variables = self._train_vars
+    grads = [tf.zeros(v.shape, tf.float32) for v in variables]
+    loss_sum = tf.constant(0.0)
+    weight = tf.constant(0.0)
+    tokens = tf.constant(0, tf.int64)
+    for batch in batches:
+      # Micro-batches run one after another: the next forward pass waits for the previous
+      # gradients, which bounds memory to one micro-batch.
+      with tf.control_dependencies(grads):
+        with tf.GradientTape() as tape:
+          batch_loss, batch_weight, _ = self.model.compute_loss(batch, training=True)
+          scaled = batch_loss
+          if self.loss_scaler is not None:
+            scaled = batch_loss * self.loss_scaler.scale
+        batch_grads = tape.gradient(scaled, variables)
+      # Dense gradients: embedding IndexedSlices would make all-reduce buffers grow.
+      grads = [acc + tf.cast(tf.convert_to_tensor(g), tf.float32) if g is not None else acc
+               for acc, g in zip(grads, batch_grads)]
+      loss_sum += batch_loss
+      weight += batch_weight
+      tokens += self.model.num_tokens(batch)
+    return grads, loss_sum, weight, tokens
+
+  def _apply(self, grads: list, loss_sum, weight, tokens) -> dict:
+    """Cross-replica part of a step: normalise, check, regularise, clip, update."""
+    scale = self.loss_scaler.scale if self.loss_scaler is not None else tf.constant(1.0)
+    denom = tf.maximum(weight, 1.0)
+    grads = [g / (denom * scale) for g in grads]
+    finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
+    if self.loss_scaler is not None:
+      amax = tf.reduce_max([tf.reduce_max(tf.abs(g)) for g in grads])
+      self.loss_scaler.update(amax, finite)
+    loss = loss_sum / denom
+    if self.params["regularizer"] is not None:
+      with tf.GradientTape() as tape:
+        reg = regularization_loss(self._train_vars, self.params["regularizer"],
+                                  self.params["regularizer_params"])
+      reg_grads = tape.gradient(reg, self._train_vars)
+      grads = [g + tf.cast(tf.convert_to_tensor(r), tf.float32) if r is not None else g
+               for g, r in zip(grads, reg_grads)]
+      loss += reg
+    grad_norm = tf.linalg.global_norm(grads)
+    if self.params["max_grad_norm"] is not None:
+      grads, _ = tf.clip_by_global_norm(grads, self.params["max_grad_norm"],
+                                        use_norm=grad_norm)
+    learning_rate = self.optimizer.learning_rate
+
+    def update():
+      self.optimizer.apply_gradients(zip(grads, self._train_vars))
+      self.tokens_seen.assign_add(tokens)
+      return tf.constant(0, tf.int64)
+
+    def skip():
+      self.skipped_steps.assign_add(1)
+      return tf.constant(1, tf.int64)
+
+    skipped = tf.cond(finite, update, skip) if self.loss_scaler is not None else update()
+    return {"loss": loss, "learning_rate": tf.cast(learning_rate, tf.float32),
+            "global_gradient_norm": grad_norm, "loss_scale": scale, "tokens": tokens,
+            "skipped": skipped}
+
+  def _make_train_function(self):
+    iter_size = self.params["iter_size"]
+
+    @tf.function
+    def train_step(iterator):
+      batches = tuple(next(iterator) for _ in range(iter_size))
+      per_replica = self.backend.run(self._replica_step, args=(batches,))
+      grads, loss_sum, weight, tokens = self.backend.reduce_sum(per_replica)
+      return self._apply(grads, loss_sum, weight, tokens)
+
+    return train_step
+
+  # ------------------------------------------------------------------ training
+  def _steps_per_epoch(self, data_layer) -> int:
+    global_batch = (self.params["batch_size_per_gpu"] * self.backend.num_replicas *
+                    self.params["iter_size"])
+    size = data_layer.get_size_in_samples() * self.backend.num_workers
+    return max(1, size // global_batch)
+
+  def train(self, train_layer, eval_layer=None, continue_learning: bool = False,
+            benchmark_steps: int | None = None, summaries: reporting.Summaries | None = None
+            ) -> dict:
+    """Trains to ``max_steps`` (or ``num_epochs``), evaluating every ``eval_steps``.
+
+    Returns:
+      The last logged values plus benchmark figures when ``benchmark_steps`` is set.
+    """
+    params = self.params
+    steps_per_epoch = self._steps_per_epoch(train_layer)
+    if benchmark_steps:
+      max_steps = benchmark_steps
+    elif params["max_steps"] is not None:
+      max_steps = params["max_steps"]
+    else:
+      max_steps = params["num_epochs"] * steps_per_epoch
+    dataset = self.backend.distribute_dataset(
+        lambda n, i: self._shard_layer(train_layer, n, i).build_dataset())
+    self._data_iterator = iter(dataset)
+    first = next(iter(self.backend.distribute_dataset(
+        lambda n, i: self._shard_layer(train_layer, n, i).build_dataset())))
+    self.build(self.backend.local_results(first)[0])
+    store = self.make_store(with_data=self.backend.supports_iterator_checkpoint)
+    if continue_learning and store.manager.latest_checkpoint:
+      store.restore_latest()
+      if self.is_chief:
+        log(f"Restored {store.manager.latest_checkpoint} at step {self.global_step}")
+    elif params["load_model"] and not benchmark_steps:
+      loaded, skipped = load_pretrained(store.checkpoint, params["load_model"])
+      if self.is_chief:
+        log(f"load_model: initialised {len(loaded)} variables from {params['load_model']}, "
+            f"skipped {len(skipped)}" + (": " + "; ".join(skipped[:10]) if skipped else ""))
+    train_step = self._make_train_function()
+    samples_batch = _to_numpy(self.backend.local_results(first)[0])
+    summaries = summaries if summaries is not None else reporting.Summaries(
+        self.logdir if self.is_chief else None)
+    if self.is_chief:
+      n_params = sum(int(np.prod(v.shape)) for v in self._train_vars)
+      log(f"Training {n_params:,} parameters for {max_steps} steps "
+          f"({steps_per_epoch} steps per epoch, {self.backend.num_replicas} replica(s), "
+          f"backend {self.backend.name})")
+    step = self.global_step
+    last: dict[str, Any] = {}
+    timings: list[float] = []
+    token_counts: list[int] = []
+    window_start, window_tokens, window_steps = time.time(), 0, 0
+    try:
+      while step < max_steps:
+        t0 = time.time()
+        values = train_step(self._data_iterator)
+        values = {k: v.numpy() for k, v in values.items()}
+        step = self.global_step
+        elapsed = time.time() - t0
+        timings.append(elapsed)
+        token_counts.append(int(values["tokens"]))
+        window_tokens += int(values["tokens"])
+        window_steps += 1
+        if values["skipped"] and self.is_chief:
+          log(f"step {step}: non-finite gradients, update skipped "
+              f"(loss scale {values['loss_scale']:.1f}, {int(self.skipped_steps.numpy())} "
+              f"skipped so far)")
+        if not math.isfinite(float(values["loss"])) and self.loss_scaler is None:
+          raise FloatingPointError(f"loss became {values['loss']} at step {step}")
+        last = {k: float(v) for k, v in values.items()}
+        if self.is_chief:
+          self._report(step, steps_per_epoch, values, summaries, window_start,
+                       window_tokens, window_steps, samples_batch)
+          if _every(params["print_loss_steps"], step):
+            window_start, window_tokens, window_steps = time.time(), 0, 0
+        if benchmark_steps:
+          continue
+        if _every(params["save_checkpoint_steps"], step):
+          store.save(step)
+        if eval_layer is not None and _every(params["eval_steps"], step) and step < max_steps:
+          self.evaluate(eval_layer, summaries=summaries, step=step)
+    except KeyboardInterrupt:
+      if not benchmark_steps:
+        store.save(self.global_step)
+        if self.is_chief:
+          log(f"Interrupted: saved a checkpoint at step {self.global_step}; resume with "
+              f"--continue_learning")
+      raise
+    if benchmark_steps:
+      return {**last, **self._benchmark_figures(timings, token_counts)}
+    store.save(step)
+    if eval_layer is not None:
+      metrics = self.evaluate(eval_layer, summaries=summaries, step=step)
+      last.update({f"eval_{k}": v for k, v in metrics.items()})
+    if self.is_chief:
+      log(f"Finished training at step {step}")
+    return last
+
+  def _shard_layer(self, layer, num_shards: int, shard: int):
+    if num_shards == layer.num_workers and shard == layer.worker_id:
+      return layer
+    return type(layer)(layer.params, model=self.model, mode=layer.mode,
+                       batch_size=layer.batch_size, num_workers=num_shards, worker_id=shard)
+
+  def _report(self, step, steps_per_epoch, values, summaries, window_start, window_tokens,
+              window_steps, samples_batch) -> None:
+    params = self.params
+    if _every(params["save_summaries_steps"], step):
+      scalars = {"loss": float(values["loss"])}
+      for name in params["summaries"]:
+        if name in values and (name != "loss_scale" or self.loss_scaler is not None):
+          scalars[name] = float(values[name])
+      summaries.scalars(step, scalars, prefix="train/")
+    if _every(params["print_loss_steps"], step):
+      seconds = (time.time() - window_start) / max(window_steps, 1)
+      tokens_per_s = window_tokens / max(time.time() - window_start, 1e-9)
+      log(f"step {step:>6} | epoch {step / steps_per_epoch:6.2f} | "
+          f"loss {format_number(float(values['loss']))} | "
+          f"lr {format_number(float(values['learning_rate']))} | "
+          f"{seconds:.3f} s/step | {tokens_per_s:,.0f} tokens/s")
+    if _every(params["print_samples_steps"], step):
+      outputs = _to_numpy(self._predict_function()(samples_batch))
+      for line in self.model.format_samples(samples_batch, outputs):
+        log(line)
+
+  def _benchmark_figures(self, timings: list[float], tokens: list[int]) -> dict:
+    start = min(self.params["bench_start"], max(len(timings) - 1, 0))
+    steady = np.array(timings[start:])
+    toks = np.array(tokens[start:])
+    per_step = float(np.median(steady)) if len(steady) else float("nan")
+    return {"median_step_time": per_step,
+            "tokens_per_s": float(np.median(toks / steady)) if len(steady) else float("nan"),
+            "steps_measured": int(len(steady))}
+
+  # ------------------------------------------------------------------ eval / infer
+  def _predict_function(self):
+    if not hasattr(self, "_predict_fn"):
+      self._predict_fn = tf.function(self.model.predict, reduce_retracing=True)
+    return self._predict_fn
+
+  def _eval_replica(self, batch: dict) -> dict:
+    out = {"predictions": self.model.predict(batch), "batch": batch}
+    if "target_tensors" in batch and self.model.loss is not None:
+      loss_sum, weight, _ = self.model.compute_loss(batch, training=False)
+      out["loss_sum"], out["weight"] = loss_sum, weight
+    return out
+
+  def _run_pass(self, layer, label: str) -> tuple[list, list, float, float]:
+    """One pass over ``layer``'s data, gathered on every process in file order.
+
+    Returns:
+      (inference results, eval results — empty without targets —, loss sum, loss weight).
+    """
+    dataset = self.backend.distribute_dataset(
+        lambda n, i: self._shard_layer(layer, n, i).build_dataset())
+    step_fn = tf.function(lambda b: self.backend.run(self._eval_replica, args=(b,)),
+                          reduce_retracing=True)
+    total_batches = None
+    try:
+      size = layer.get_size_in_samples() * self.backend.num_workers
+      total_batches = math.ceil(size / max(layer.batch_size * self.backend.num_replicas, 1))
+    except NotImplementedError:
+      pass
+    bar = reporting.ProgressBar(label, total_batches, enabled=self.is_chief)
+    infer_results, eval_results, loss_sum, weight = [], [], 0.0, 0.0
+    for batch in dataset:
+      if not self._built:
+        self.build(self.backend.local_results(batch)[0])
+      out = step_fn(batch)
+      for replica_out in self.backend.local_results(out):
+        replica_out = _to_numpy(replica_out)
+        batch_np, predictions = replica_out["batch"], replica_out["predictions"]
+        if "target_tensors" in batch_np:
+          eval_results.extend(self.model.evaluate(batch_np, predictions))
+        if label == "infer":
+          infer_results.extend(self.model.infer(batch_np, predictions))
+        if "loss_sum" in replica_out:
+          loss_sum += float(replica_out["loss_sum"])
+          weight += float(replica_out["weight"])
+      bar.update()
+    bar.close()
+    infer_results = sorted(self.backend.gather_objects(infer_results), key=lambda r: r[0])
+    eval_results = sorted(self.backend.gather_objects(eval_results), key=lambda r: r[0])
+    totals = self.backend.gather_objects([(loss_sum, weight)])
+    return infer_results, eval_results, sum(t[0] for t in totals), sum(t[1] for t in totals)
+
+  def evaluate(self, eval_layer, summaries: reporting.Summaries | None = None,
+               step: int | None = None) -> dict[str, float]:
+    """Eval loss and the family's metrics (e.g. BLEU) over one pass of the eval data."""
+    _, results, loss_sum, weight = self._run_pass(eval_layer, "eval")
+    metrics = {}
+    if weight > 0:
+      metrics["loss"] = loss_sum / weight
+    metrics.update(self.model.finalize_evaluation(results))
+    step = self.global_step if step is None else step
+    if self.is_chief:
+      log(f"eval at step {step}: " +
+          ", ".join(f"{k} {format_number(float(v))}" for k, v in metrics.items()))
+      if summaries is not None:
+        summaries.scalars(step, metrics, prefix="eval/")
+    metric, higher = self.model.best_metric
+    if self.store is not None and metric in metrics and self.model.mode == "train":
+      if self.store.maybe_save_best(metric, float(metrics[metric]), higher, step) and \
+          self.is_chief:
+        log(f"new best {metric} {format_number(float(metrics[metric]))}: saved to best_models/")
+    return metrics
+
+  def infer(self, infer_layer) -> tuple[str, list[str], dict[str, float]]:
+    """Predictions for ``infer_layer``'s data in file order, plus metrics if it has targets."""
+    results, eval_results, _, _ = self._run_pass(infer_layer, "infer")
+    header, lines = self.model.finalize_inference(results)
+    metrics = self.model.finalize_evaluation(eval_results) if eval_results else {}
+    return header, lines, metrics
+
+
+def _every(period: int | None, step: int) -> bool:
+  return bool(period) and step % period == 0

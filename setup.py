@@ -1,0 +1,33 @@
+"""open_seq2seq: config-driven sequence-to-sequence training on TensorFlow 2 / Keras 3."""
+
+import os
+
+from setuptools import find_packages, setup
+
+# CPU-only TensorFlow by default. On GPU hosts install with
+#   OPEN_SEQ2SEQ_TF="tensorflow[and-cuda]" pip install -e .
+# (an extra cannot replace tensorflow-cpu: both wheels provide the same package).
+TENSORFLOW = os.environ.get("OPEN_SEQ2SEQ_TF", "tensorflow-cpu") + ">=2.21"
+
+setup(
+    name="open_seq2seq",
+    version="0.1.0",
+    description="Sequence-to-sequence training toolkit (translation, speech) on TensorFlow 2",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.11",
+    packages=find_packages(include=["open_seq2seq", "open_seq2seq.*"]),
+    include_package_data=True,
+    install_requires=[
+        TENSORFLOW,
+        "numpy",
+        "sentencepiece",
+        "sacrebleu>=2",
+        "pyyaml",
+    ],
+    extras_require={
+        "speech": ["soundfile", "scipy"],
+        "test": ["pytest", "soundfile", "scipy"],
+    },
+    entry_points={"console_scripts": ["open-seq2seq=open_seq2seq.cli:main"]},
+)

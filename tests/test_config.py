@@ -1,0 +1,189 @@
+"""Config loading, mode merging, overrides and validation (no model is built)."""
+
+import textwrap
+
+import pytest
+
+from open_seq2seq import config as cfg
+from open_seq2seq.errors import ConfigError
+from open_seq2seq.models.model import Model
+from open_seq2seq.utils.params import Configurable, Param, validate_params
+
+
+class FakeEncoder(Configurable):
+  PARAMS = {
+      "num_hidden_layers": Param(int, doc="Layers."),
+      "hidden_size": Param(int, 16, "Width."),
+      "dropout": Param(float, 0.1, "Dropout."),
+      "name_scope": Param(str, "enc", "A string."),
+      "activation": Param(str, "relu", "Activation.", choices=("relu", "gelu")),
+  }
+
+
+class FakeDecoder(Configurable):
+  PARAMS = {"beam_size": Param(int, 1, "Beam."), "alpha": Param(float, 0.6, "Penalty.")}
+
+
+class FakeLayer(Configurable):
+  PARAMS = {"source_file": Param(str, doc="Source."), "shuffle": Param(bool, False, "Shuffle.")}
+
+
+class FakeLoss(Configurable):
+  PARAMS = {}
+
+
+def policy(global_step, learning_rate: float, warmup_steps: int = 10):
+  return learning_rate
+
+
+BASE = {
+    "batch_size_per_gpu": 8,
+    "max_steps": 10,
+    "data_layer": FakeLayer,
+    "data_layer_params": {"source_file": "a.txt"},
+    "encoder": FakeEncoder,
+    "encoder_params": {"num_hidden_layers": 2},
+    "decoder": FakeDecoder,
+    "decoder_params": {},
+    "loss": FakeLoss,
+    "lr_policy": policy,
+    "lr_policy_params": {"learning_rate": 0.1},
+}
+
+
+def test_defaults_are_filled_in():
+  params = cfg.resolve_config(Model, BASE, "train")
+  assert params["num_checkpoints"] == 5
+  assert params["encoder_params"]["hidden_size"] == 16
+  assert params["decoder_params"]["alpha"] == 0.6
+  assert params["iter_size"] == 1
+
+
+def test_typo_names_full_path_and_suggests():
+  bad = cfg.deep_merge(BASE, {"encoder_params": {"num_hiden_layers": 2}})
+  with pytest.raises(ConfigError, match=r"encoder_params/num_hiden_layers.*'num_hidden_layers'"):
+    cfg.resolve_config(Model, bad, "train")
+
+
+def test_top_level_typo():
+  bad = dict(BASE, batch_size_per_gpus=3)
+  with pytest.raises(ConfigError, match=r"^batch_size_per_gpus: .*'batch_size_per_gpu'"):
+    cfg.resolve_config(Model, bad, "train")
+
+
+def test_wrong_type_names_path():
+  bad = cfg.deep_merge(BASE, {"decoder_params": {"beam_size": "4"}})
+  with pytest.raises(ConfigError, match=r"decoder_params/beam_size: expected int, got str '4'"):
+    cfg.resolve_config(Model, bad, "train")
+
+
+def test_bool_is_not_int_and_int_widens_to_float():
+  declared = {"n": Param(int), "x": Param(float)}
+  with pytest.raises(ConfigError):
+    validate_params({"n": True, "x": 1}, declared)
+  assert validate_params({"n": 3, "x": 1}, declared) == {"n": 3, "x": 1.0}
+
+
+def test_missing_required_key():
+  bad = cfg.deep_merge(BASE, {})
+  bad["encoder_params"] = {}
+  with pytest.raises(ConfigError, match=r"encoder_params/num_hidden_layers: required"):
+    cfg.resolve_config(Model, bad, "train")
+
+
+def test_choices():
+  bad = cfg.deep_merge(BASE, {"encoder_params": {"activation": "tanh"}})
+  with pytest.raises(ConfigError, match="encoder_params/activation: 'tanh' is not one of"):
+    cfg.resolve_config(Model, bad, "train")
+
+
+def test_lr_policy_params_checked_against_signature():
+  bad = cfg.deep_merge(BASE, {"lr_policy_params": {"warmup_step": 5}})
+  with pytest.raises(ConfigError, match=r"lr_policy_params/warmup_step.*'warmup_steps'"):
+    cfg.resolve_config(Model, bad, "train")
+
+
+def test_training_needs_steps_or_epochs():
+  bad = dict(BASE)
+  del bad["max_steps"]
+  with pytest.raises(ConfigError, match="max_steps"):
+    cfg.resolve_config(Model, bad, "train")
+  cfg.resolve_config(Model, bad, "infer")  # not needed to infer
+  with pytest.raises(ConfigError, match="not both"):
+    cfg.resolve_config(Model, dict(BASE, num_epochs=2), "train")
+
+
+def _write_config(tmp_path, body):
+  path = tmp_path / "config.py"
+  path.write_text(textwrap.dedent(body))
+  return str(path)
+
+
+CONFIG_FILE = """
+from open_seq2seq.models.model import Model
+from tests.test_config import FakeEncoder, FakeDecoder, FakeLayer, FakeLoss
+base_model = Model
+base_params = {
+    "batch_size_per_gpu": 8, "max_steps": 10, "logdir": "base",
+    "data_layer": FakeLayer, "data_layer_params": {"source_file": "train.txt", "shuffle": True},
+    "encoder": FakeEncoder, "encoder_params": {"num_hidden_layers": 2, "hidden_size": 32},
+    "decoder": FakeDecoder, "loss": FakeLoss,
+}
+eval_params = {"data_layer_params": {"source_file": "dev.txt", "shuffle": False},
+               "encoder_params": {"num_hidden_layers": 6}}
+infer_params = {"batch_size_per_gpu": 1, "data_layer_params": {"source_file": "test.txt"}}
+"""
+
+
+def test_mode_dicts_deep_merge(tmp_path):
+  path = _write_config(tmp_path, CONFIG_FILE)
+  _, configs = cfg.load_config(path, "train_eval")
+  assert configs["train"]["data_layer_params"] == {"source_file": "train.txt", "shuffle": True}
+  assert configs["eval"]["data_layer_params"] == {"source_file": "dev.txt", "shuffle": False}
+  # merged, not replaced: hidden_size survives the eval dict
+  assert configs["eval"]["encoder_params"]["hidden_size"] == 32
+  assert configs["eval"]["encoder_params"]["num_hidden_layers"] == 6
+  _, configs = cfg.load_config(path, "interactive_infer")  # falls back to infer_params
+  assert configs["interactive_infer"]["batch_size_per_gpu"] == 1
+
+
+def test_overrides_win_over_mode_dicts(tmp_path):
+  path = _write_config(tmp_path, CONFIG_FILE)
+  _, configs = cfg.load_config(path, "eval", [
+      "--encoder_params/num_hidden_layers=3", "--logdir=elsewhere",
+      "--decoder_params/alpha=1", "--data_layer_params/shuffle=True",
+      "--encoder_params/name_scope=123"])
+  params = configs["eval"]
+  assert params["encoder_params"]["num_hidden_layers"] == 3  # eval dict said 6
+  assert params["logdir"] == "elsewhere"
+  assert params["decoder_params"]["alpha"] == 1.0
+  assert params["data_layer_params"]["shuffle"] is True
+  assert params["encoder_params"]["name_scope"] == "123"  # str key keeps the text
+
+
+def test_override_typo_is_reported(tmp_path):
+  path = _write_config(tmp_path, CONFIG_FILE)
+  with pytest.raises(ConfigError, match=r"encoder_params/num_hiden_layers.*num_hidden_layers"):
+    cfg.load_config(path, "train", ["--encoder_params/num_hiden_layers=3"])
+  with pytest.raises(ConfigError, match="unknown argument"):
+    cfg.load_config(path, "train", ["positional"])
+
+
+def test_bad_config_files(tmp_path):
+  with pytest.raises(ConfigError, match="does not exist"):
+    cfg.load_config(str(tmp_path / "nope.py"), "train")
+  path = _write_config(tmp_path, "base_params = {}\n")
+  with pytest.raises(ConfigError, match="no base_model"):
+    cfg.load_config(path, "train")
+  path = _write_config(tmp_path, "base_model = 1\nbase_params = {\n")
+  with pytest.raises(ConfigError, match=r"config.py:\d+: syntax error"):
+    cfg.load_config(path, "train")
+  path = _write_config(tmp_path, "import no_such_module_xyz\n")
+  with pytest.raises(ConfigError, match=r"config.py:1: config failed to load: ModuleNotFoundError"):
+    cfg.load_config(path, "train")
+
+
+def test_config_to_text_names_classes():
+  text = cfg.config_to_text(cfg.resolve_config(Model, BASE, "train"))
+  assert "tests.test_config.FakeEncoder" in text
+  assert "'batch_size_per_gpu': 8" in text
