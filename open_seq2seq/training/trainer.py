@@ -102,6 +102,10 @@ class Trainer:
     objects["model"].decoder = self.model.decoder
     if isinstance(self.model.loss, keras.layers.Layer):
       objects["model"].loss = self.model.loss
+    # Keras keeps dropout random-generator states outside the layers' tracked attributes:
+    # save them explicitly so a resumed run draws the same dropout masks.
+    objects["rng"] = tf.Module()
+    objects["rng"].states = [v for v in self.model.variables if "seed_generator" in v.path]
     if self.loss_scaler is not None:
       objects["loss_scaler"] = self.loss_scaler
     if with_data and self._data_iterator is not None:

@@ -1,0 +1,128 @@
+"""Text-to-text models (machine translation, toy reversal): samples, BLEU, inference lines."""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from open_seq2seq.data.text2text.text2text import split_tokens
+from open_seq2seq.data.text2text.vocab import SpecialTextTokens
+from open_seq2seq.models.model import Model
+from open_seq2seq.utils.metrics import corpus_bleu
+
+_PAD = SpecialTextTokens.PAD_ID.value
+_S = SpecialTextTokens.S_ID.value
+_EOS = SpecialTextTokens.EOS_ID.value
+_SENTENCEPIECE_SPACE = "\u2581"  # "▁" marks a word start in SentencePiece pieces
+_BPE_JOINER = "@@"  # subword-nmt marks a piece continued by the next one
+
+
+def ids_to_tokens(ids: Iterable[int], idx2seq: Mapping[int, str]) -> list[str]:
+  """Tokens of an id sequence: stops at the first EOS and skips PAD and GO (<S>)."""
+  tokens = []
+  for idx in ids:
+    idx = int(idx)
+    if idx == _EOS:
+      break
+    if idx in (_PAD, _S):
+      continue
+    tokens.append(idx2seq.get(idx, SpecialTextTokens.to_string(SpecialTextTokens.UNK_ID.value)))
+  return tokens
+
+
+def detokenize(tokens: list[str], delimiter: str = " ") -> str:
+  """Plain text of tokens: SentencePiece pieces and subword-nmt ``@@`` pieces are merged."""
+  if any(_SENTENCEPIECE_SPACE in t for t in tokens):
+    return "".join(tokens).replace(_SENTENCEPIECE_SPACE, " ").strip()
+  words: list[str] = []
+  continued = False
+  for token in tokens:
+    piece = token[:-len(_BPE_JOINER)] if token.endswith(_BPE_JOINER) else token
+    if continued and words:
+      words[-1] += piece
+    else:
+      words.append(piece)
+    continued = token.endswith(_BPE_JOINER)
+  return delimiter.join(words)
+
+
+def ids_to_text(ids: Iterable[int], idx2seq: Mapping[int, str], delimiter: str = " ") -> str:
+  """Detokenized text of an id sequence (see :func:`ids_to_tokens`, :func:`detokenize`)."""
+  return detokenize(ids_to_tokens(ids, idx2seq), delimiter)
+
+
+class Text2Text(Model):
+  """Sequence-to-sequence model over text, scored by corpus BLEU (sacrebleu, 13a).
+
+  Works with :class:`~open_seq2seq.data.text2text.ParallelTextDataLayer` (or any data layer
+  publishing ``source_idx2seq``, ``target_idx2seq`` and ``delimiter`` in its params). The
+  decoder's ``"outputs"`` are predicted ids [batch, time]; decoding stops at the first EOS.
+  BLEU compares detokenized hypotheses with the raw reference lines of the target file, so
+  out-of-vocabulary reference words count as they should.
+  """
+
+  best_metric = ("BLEU", True)
+
+  # ----------------------------------------------------------------- decoding
+  @property
+  def _delimiter(self) -> str:
+    return self.data_layer.params.get("delimiter", " ")
+
+  def source_text(self, ids: Iterable[int]) -> str:
+    return ids_to_text(ids, self.data_layer.params["source_idx2seq"], self._delimiter)
+
+  def target_text(self, ids: Iterable[int]) -> str:
+    return ids_to_text(ids, self.data_layer.params["target_idx2seq"], self._delimiter)
+
+  @staticmethod
+  def predicted_ids(outputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Predicted ids [batch, time]: the decoder's ``outputs``, else the argmax of ``logits``."""
+    if outputs.get("outputs") is not None:
+      return np.asarray(outputs["outputs"])
+    return np.argmax(np.asarray(outputs["logits"]), axis=-1)
+
+  def reference(self, batch: Mapping[str, np.ndarray], index: int) -> str:
+    """Reference text of example ``index`` of a batch: the raw target line when known."""
+    raw = None
+    lookup = getattr(self.data_layer, "reference_text", None)
+    if lookup is not None and "id" in batch:
+      raw = lookup(int(batch["id"][index]))
+    if raw is not None:
+      return detokenize(split_tokens(raw, self._delimiter), self._delimiter)
+    targets, lengths = batch["target_tensors"]
+    return self.target_text(targets[index][:lengths[index]])
+
+  # ----------------------------------------------------------------- hooks
+  def format_samples(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                     max_samples: int = 1) -> list[str]:
+    sources, source_lengths = batch["source_tensors"]
+    predictions = self.predicted_ids(outputs)
+    lines = []
+    for i in range(min(max_samples, len(sources))):
+      lines.append(f"Source[{i}]:     {self.source_text(sources[i][:source_lengths[i]])}")
+      if "target_tensors" in batch:
+        lines.append(f"Target[{i}]:     {self.reference(batch, i)}")
+      lines.append(f"Prediction[{i}]: {self.target_text(predictions[i])}")
+    return lines
+
+  def evaluate(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
+    """``[(id, (reference_text, hypothesis_text)), ...]`` for the batch."""
+    predictions = self.predicted_ids(outputs)
+    return [(int(batch["id"][i]), (self.reference(batch, i), self.target_text(predictions[i])))
+            for i in range(len(predictions))]
+
+  def finalize_evaluation(self, results: list) -> dict[str, float]:
+    references = [ref for _, (ref, _) in results]
+    hypotheses = [hyp for _, (_, hyp) in results]
+    return {"BLEU": corpus_bleu(hypotheses, references)}
+
+  def infer(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
+    """``[(id, hypothesis_text), ...]`` for the batch."""
+    predictions = self.predicted_ids(outputs)
+    return [(int(batch["id"][i]), self.target_text(predictions[i]))
+            for i in range(len(predictions))]
+
+  def finalize_inference(self, results: list) -> tuple[str, list[str]]:
+    """No header; one translation per line, in file order."""
+    return "", [text for _, text in results]

@@ -1,0 +1,322 @@
+"""Optimizers by name, weight regularization and variable freezing.
+
+OpenSeq2Seq configs name TF 1 optimizers ("Adam", "Momentum", ...) with TF 1 keyword names
+(``beta1``, ``use_nesterov``, RMSProp's ``decay``). :func:`get_optimizer` builds the Keras 3
+equivalent and translates those names, so a ported config keeps its meaning; the Keras
+spellings work too. The parameters an optimizer accepts are declared by
+:func:`optimizer_declarations`, which the config loader uses (through
+:func:`validate_optimizer_params`) to reject unknown keys before anything is built.
+
+Differences from TF 1 worth knowing:
+
+* ``Adam``/``LazyAdam`` default ``epsilon`` to TF 1's 1e-8 (Keras: 1e-7); the update rule is
+  the same. ``LazyAdam`` (sparse updates of embedding rows) is plain Adam here: Keras has no
+  lazy variant, and on dense gradients they agree.
+* ``Momentum`` is Keras SGD with momentum: ``v = m v - lr g; w += v`` versus TF 1's
+  ``a = m a + g; w -= lr a`` -- identical while the learning rate is constant.
+* ``RMSProp`` starts its mean square at 0 (TF 1: at 1).
+* ``weight_decay`` is Keras' decoupled decay ``w -= lr * weight_decay * w`` for every
+  optimizer (tf.contrib's AdamW did not multiply by ``lr``: divide such a value by the rate).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Callable, Iterable, Mapping
+
+import keras
+import tensorflow as tf
+
+from open_seq2seq.errors import ConfigError
+from open_seq2seq.utils.params import (AnyType, Param, join_path, signature_params,
+                                       unknown_key_error)
+
+#: Display name -> Keras class. Lookup is case-insensitive.
+OPTIMIZERS: dict[str, type] = {
+    "Adam": keras.optimizers.Adam,
+    "AdamW": keras.optimizers.AdamW,
+    "LazyAdam": keras.optimizers.Adam,
+    "SGD": keras.optimizers.SGD,
+    "Momentum": keras.optimizers.SGD,
+    "RMSProp": keras.optimizers.RMSprop,
+    "Adagrad": keras.optimizers.Adagrad,
+    "Ftrl": keras.optimizers.Ftrl,
+}
+
+#: TF 1 keyword -> Keras keyword, per Keras class (subclasses included).
+_TF1_ALIASES: dict[type, dict[str, str]] = {
+    keras.optimizers.Adam: {"beta1": "beta_1", "beta2": "beta_2"},
+    keras.optimizers.AdamW: {"beta1": "beta_1", "beta2": "beta_2"},
+    keras.optimizers.SGD: {"use_nesterov": "nesterov"},
+    keras.optimizers.RMSprop: {"decay": "rho"},
+}
+
+#: TF 1 defaults that differ from Keras' and change results, per display name.
+_TF1_DEFAULTS: dict[str, dict[str, Any]] = {
+    "Adam": {"epsilon": 1e-8},
+    "LazyAdam": {"epsilon": 1e-8},
+}
+
+#: Keys accepted and dropped: TF 1 only, no effect in Keras.
+_IGNORED = {"use_locking": Param(bool, False, "TF 1 only; ignored.")}
+
+#: Keras keys that the trainer owns: set at the top level instead.
+_REDIRECTS = {
+    "global_clipnorm": "max_grad_norm",
+    "gradient_accumulation_steps": "iter_size",
+    "loss_scale_factor": "loss_scaling",
+}
+
+#: Types of Keras keys whose default (None) does not tell the type.
+_NONE_DEFAULT_TYPES = {
+    "weight_decay": (float, None), "clipnorm": (float, None), "clipvalue": (float, None),
+    "ema_overwrite_frequency": (int, None), "name": (str, None),
+}
+
+
+def _canonical_name(name: str) -> str:
+  for known in OPTIMIZERS:
+    if known.lower() == name.lower():
+      return known
+  raise ConfigError(f"optimizer: unknown optimizer {name!r}; valid names are "
+                    f"{', '.join(OPTIMIZERS)} (or an optimizer class)")
+
+
+def _aliases_of(klass: Any) -> dict[str, str]:
+  aliases: dict[str, str] = {}
+  if isinstance(klass, type):
+    for base, table in _TF1_ALIASES.items():
+      if issubclass(klass, base):
+        aliases.update(table)
+  return aliases
+
+
+def optimizer_declarations(optimizer: str | Callable) -> dict[str, Param]:
+  """The ``optimizer_params`` keys ``optimizer`` accepts, Keras and TF 1 spellings both.
+
+  Args:
+    optimizer: a name from :data:`OPTIMIZERS` (any case) or an optimizer class / factory.
+
+  Raises:
+    ConfigError: for an unknown optimizer name.
+  """
+  if isinstance(optimizer, str):
+    name = _canonical_name(optimizer)
+    klass = OPTIMIZERS[name]
+  else:
+    name, klass = None, optimizer
+  declared = signature_params(klass)
+  if isinstance(klass, type) and issubclass(klass, keras.optimizers.Optimizer):
+    for key in _REDIRECTS:
+      declared.pop(key, None)
+    for key, types in _NONE_DEFAULT_TYPES.items():
+      if key in declared and declared[key].default is None:
+        declared[key] = dataclasses.replace(declared[key], types=types)
+    for key, value in _TF1_DEFAULTS.get(name, {}).items():
+      declared[key] = dataclasses.replace(declared[key], default=value,
+                                          doc=f"TF 1 default {value} (Keras differs).")
+    declared.update(_IGNORED)
+  for alias, target in _aliases_of(klass).items():
+    if target in declared:
+      declared[alias] = dataclasses.replace(declared[target],
+                                            doc=f"TF 1 spelling of {target}.")
+  if name == "Momentum":
+    declared["momentum"] = dataclasses.replace(declared["momentum"], default=AnyType,
+                                               doc="Momentum factor (required).")
+  return declared
+
+
+def validate_optimizer_params(optimizer: str | Callable, optimizer_params: Mapping | None,
+                              prefix: str = "optimizer_params") -> dict:
+  """Checks each given key and value; returns a copy (no defaults added).
+
+  Raises:
+    ConfigError: unknown key (with the closest valid one), a key the trainer owns, a value of
+      the wrong type, or both spellings of one key.
+  """
+  declared = optimizer_declarations(optimizer)
+  owner = optimizer if isinstance(optimizer, str) else getattr(optimizer, "__name__", "optimizer")
+  params = dict(optimizer_params or {})
+  aliases = _aliases_of(OPTIMIZERS[_canonical_name(optimizer)]
+                        if isinstance(optimizer, str) else optimizer)
+  for key, value in params.items():
+    if key in _REDIRECTS:
+      raise ConfigError(f"{join_path(prefix, key)}: the trainer handles this; set the "
+                        f"top-level '{_REDIRECTS[key]}' instead")
+    if key not in declared:
+      raise unknown_key_error(key, declared, prefix, owner)
+    params[key] = declared[key].check(value, join_path(prefix, key))
+    if key in aliases and aliases[key] in params:
+      raise ConfigError(f"{join_path(prefix, key)}: given together with {aliases[key]!r}, "
+                        f"its Keras spelling; keep one")
+  if _canonical_name(optimizer) == "Momentum" if isinstance(optimizer, str) else False:
+    if "momentum" not in params:
+      raise ConfigError(f"{join_path(prefix, 'momentum')}: required by the Momentum optimizer")
+  return params
+
+
+def get_optimizer(optimizer: str | Callable, optimizer_params: Mapping | None = None,
+                  learning_rate: float | Callable | None = None) -> keras.optimizers.Optimizer:
+  """Builds a Keras optimizer from an OpenSeq2Seq-style name (or class) and parameters.
+
+  Args:
+    optimizer: "Adam", "AdamW", "LazyAdam" (= Adam), "SGD", "Momentum" (SGD with momentum),
+      "RMSProp", "Adagrad" or "Ftrl" (any case), or a ``keras.optimizers.Optimizer`` subclass
+      (or a factory returning an optimizer).
+    optimizer_params: keyword arguments; TF 1 names (``beta1``, ``beta2``,
+      ``use_nesterov``, RMSProp's ``decay``) are translated to Keras ones.
+    learning_rate: a float, a zero-argument callable or a ``LearningRateSchedule`` (e.g.
+      :class:`~open_seq2seq.optimizers.lr_policies.LRPolicySchedule`). If None,
+      ``optimizer_params["learning_rate"]`` or the Keras default is used.
+
+  Raises:
+    ConfigError: for an unknown name or key, or a learning rate given twice.
+  """
+  params = validate_optimizer_params(optimizer, optimizer_params)
+  if isinstance(optimizer, str):
+    name = _canonical_name(optimizer)
+    klass = OPTIMIZERS[name]
+    params = {**_TF1_DEFAULTS.get(name, {}), **params}
+  else:
+    klass = optimizer
+  for alias, target in _aliases_of(klass).items():
+    if alias in params:
+      params[target] = params.pop(alias)
+  for key in _IGNORED:
+    params.pop(key, None)
+  if learning_rate is not None:
+    if "learning_rate" in params:
+      raise ConfigError("optimizer_params/learning_rate: the learning rate is already set by "
+                        "lr_policy_params; give it in one place")
+    params["learning_rate"] = learning_rate
+  try:
+    result = klass(**params)
+  except (TypeError, ValueError) as e:
+    raise ConfigError(f"optimizer_params: {getattr(klass, '__name__', klass)} rejected "
+                      f"the parameters: {e}") from None
+  if not isinstance(result, keras.optimizers.Optimizer):
+    raise ConfigError(f"optimizer: {optimizer!r} did not build a keras.optimizers.Optimizer "
+                      f"(got {type(result).__name__})")
+  return result
+
+
+# ----------------------------------------------------------------------------- regularization
+_NOT_REGULARIZED = re.compile(r"(^|_)(bias|beta|gamma|scale|moving_mean|moving_variance)$")
+
+
+def is_regularized(variable: Any) -> bool:
+  """Kernels and embeddings: trainable weights of rank >= 2 that are not biases or norms."""
+  if not getattr(variable, "trainable", True):
+    return False
+  path = _variable_path(variable)
+  parts = path.split("/")
+  if _NOT_REGULARIZED.search(parts[-1]):
+    return False
+  if any("norm" in part.lower() for part in parts[:-1]):
+    return False  # layer/batch/group normalization parameters
+  return len(variable.shape) >= 2
+
+
+def _l2_with_tf1_scale(scale: float = None, l2: float = None) -> keras.regularizers.Regularizer:
+  """OpenSeq2Seq's ``l2_regularizer(scale)`` was ``scale * sum(w**2) / 2``."""
+  return keras.regularizers.L2(l2 if scale is None else scale / 2.0)
+
+
+def _l1_with_tf1_scale(scale: float = None, l1: float = None) -> keras.regularizers.Regularizer:
+  return keras.regularizers.L1(l1 if scale is None else scale)
+
+
+_SCALE_SPELLING = {keras.regularizers.L2: ("l2", _l2_with_tf1_scale),
+                   keras.regularizers.L1: ("l1", _l1_with_tf1_scale)}
+
+
+def regularizer_declarations(regularizer: Any) -> dict[str, Param]:
+  """The ``regularizer_params`` keys ``regularizer`` accepts (L1/L2 also take ``scale``)."""
+  if regularizer is None or isinstance(regularizer, keras.regularizers.Regularizer):
+    return {}
+  declared = signature_params(regularizer)
+  if regularizer in _SCALE_SPELLING:
+    key = _SCALE_SPELLING[regularizer][0]
+    declared["scale"] = Param(
+        float, None, f"OpenSeq2Seq spelling: TF 1 {key}_regularizer's scale"
+        + (" (scale * sum(w**2) / 2, i.e. l2 = scale / 2)." if key == "l2" else "."))
+  return declared
+
+
+def make_regularizer(regularizer: Any, regularizer_params: Mapping | None = None
+                     ) -> Callable | None:
+  """A per-weight function ``f(w) -> scalar`` from the config's regularizer entries.
+
+  ``regularizer`` may be None, a ``keras.regularizers`` class (``L2``/``L1`` accept
+  OpenSeq2Seq's ``{"scale": x}`` with TF 1's meaning as well as ``{"l2": x}``), a Keras
+  regularizer instance, a factory called with ``regularizer_params`` that returns such a
+  function (like TF 1's ``l2_regularizer(scale)``), or -- with no params -- a function of the
+  weight itself.
+  """
+  params = dict(regularizer_params or {})
+  if regularizer is None:
+    return None
+  declared = regularizer_declarations(regularizer)
+  owner = getattr(regularizer, "__name__", type(regularizer).__name__)
+  for key, value in params.items():
+    if key not in declared:
+      raise unknown_key_error(key, declared, "regularizer_params", owner)
+    params[key] = declared[key].check(value, join_path("regularizer_params", key))
+  if isinstance(regularizer, keras.regularizers.Regularizer):
+    return regularizer
+  if regularizer in _SCALE_SPELLING:
+    key, build = _SCALE_SPELLING[regularizer]
+    if "scale" in params and key in params:
+      raise ConfigError(f"regularizer_params/scale: given together with {key!r}; keep one")
+    return build(**params) if params else regularizer()
+  if isinstance(regularizer, type) or params:
+    return regularizer(**params)
+  return regularizer
+
+
+def regularization_loss(variables: Iterable, regularizer: Any,
+                        regularizer_params: Mapping | None = None) -> tf.Tensor:
+  """float32 sum of the regularizer over the kernels and embeddings among ``variables``.
+
+  Reads the float32 master weights: call it outside layer calls (as the trainer does), where
+  Keras does not autocast variables to the compute dtype.
+
+  Args:
+    variables: typically the model's trainable variables.
+    regularizer, regularizer_params: as in the config (see :func:`make_regularizer`).
+  """
+  penalty = make_regularizer(regularizer, regularizer_params)
+  if penalty is None:
+    return tf.constant(0.0, tf.float32)
+  terms = [tf.cast(penalty(tf.cast(tf.convert_to_tensor(v), tf.float32)), tf.float32)
+           for v in variables if is_regularized(v)]
+  return tf.add_n(terms) if terms else tf.constant(0.0, tf.float32)
+
+
+# ----------------------------------------------------------------------------- freezing
+def _variable_path(variable: Any) -> str:
+  path = getattr(variable, "path", None) or variable.name
+  return path[:-2] if path.endswith(":0") else path
+
+
+def freeze_filter(variables: Iterable, regex: str | None) -> list:
+  """The trainable ``variables`` whose path does not match ``regex`` at its start.
+
+  Paths are Keras variable paths such as ``"transformer_encoder/layer_0/dense/kernel"``;
+  matching uses ``re.match`` as OpenSeq2Seq's ``freeze_variables_regex`` did.
+  """
+  trainable = [v for v in variables if getattr(v, "trainable", True)]
+  if not regex:
+    return trainable
+  try:
+    pattern = re.compile(regex)
+  except re.error as e:
+    raise ConfigError(f"freeze_variables_regex: {regex!r} is not a valid regular "
+                      f"expression: {e}") from None
+  return [v for v in trainable if not pattern.match(_variable_path(v))]
+
+
+__all__ = ["OPTIMIZERS", "get_optimizer", "optimizer_declarations",
+           "validate_optimizer_params", "regularizer_declarations", "make_regularizer",
+           "regularization_loss", "is_regularized", "freeze_filter"]

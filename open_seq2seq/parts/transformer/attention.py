@@ -1,0 +1,116 @@
+"""Multi-head scaled dot-product attention (self- and encoder-decoder attention).
+
+Layout: heads are split once into ``[batch, heads, time, depth]`` so both attention
+matmuls are plain batched matmuls. Self-attention projects queries, keys and values with one
+fused Dense (one matmul instead of three); encoder-decoder attention fuses keys and values.
+Logits are computed in the compute dtype, then the bias is added and the softmax taken in
+float32 (half-precision softmax loses the small probabilities and overflows on masks).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from open_seq2seq.parts.transformer.utils import dropout
+
+
+class _AttentionBase(keras.layers.Layer):
+  """Shared head splitting, attention core and output projection."""
+
+  def __init__(self, hidden_size: int, num_heads: int, attention_dropout: float = 0.0,
+               kernel_initializer: Any = "glorot_uniform", **kwargs):
+    super().__init__(**kwargs)
+    if hidden_size % num_heads:
+      raise ValueError(f"hidden_size {hidden_size} is not a multiple of num_heads {num_heads}")
+    self.hidden_size = hidden_size
+    self.num_heads = num_heads
+    self.depth = hidden_size // num_heads
+    self.attention_dropout = attention_dropout
+    self.kernel_initializer = kernel_initializer
+    self.output_dense = self._dense(hidden_size, "output_transform")
+
+  def _dense(self, units: int, name: str) -> keras.layers.Dense:
+    # Built right away so that variables exist before any tf.function / while_loop traces.
+    layer = keras.layers.Dense(units, use_bias=False, kernel_initializer=self.kernel_initializer,
+                               dtype=self.dtype_policy, name=name)
+    layer.build((None, self.hidden_size))
+    return layer
+
+  def _split_heads(self, x: tf.Tensor, parts: int) -> tf.Tensor:
+    """[batch, time, parts * hidden] -> [parts, batch, heads, time, depth] (one transpose)."""
+    batch, length = tf.shape(x)[0], tf.shape(x)[1]
+    x = tf.reshape(x, [batch, length, parts, self.num_heads, self.depth])
+    return tf.transpose(x, [2, 0, 3, 1, 4])
+
+  def _attend(self, q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, bias: tf.Tensor | None,
+              training: bool | None) -> tf.Tensor:
+    """q [B,N,Tq,D], k/v [B,N,Tk,D], bias broadcastable to [B,N,Tq,Tk] -> [B,Tq,H]."""
+    q = q * tf.cast(self.depth ** -0.5, q.dtype)
+    logits = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)
+    if bias is not None:
+      logits += tf.cast(bias, tf.float32)
+    weights = tf.cast(tf.nn.softmax(logits), v.dtype)
+    weights = dropout(weights, self.attention_dropout, training)
+    out = tf.matmul(weights, v)  # [B, N, Tq, D]
+    batch, length = tf.shape(out)[0], tf.shape(out)[2]
+    out = tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [batch, length, self.hidden_size])
+    return self.output_dense(out)
+
+
+class SelfAttention(_AttentionBase):
+  """Multi-head self-attention with an optional key/value cache for incremental decoding.
+
+  Call ``layer(x, bias, training=...)`` -> ``[batch, time, hidden]``; with
+  ``cache={"k": [B,N,t,D], "v": [B,N,t,D]}`` (keys/values of the positions decoded so far)
+  it returns ``(outputs, new_cache)`` where the new position's keys/values are appended.
+  """
+
+  def __init__(self, hidden_size: int, num_heads: int, attention_dropout: float = 0.0,
+               kernel_initializer: Any = "glorot_uniform", **kwargs):
+    super().__init__(hidden_size, num_heads, attention_dropout, kernel_initializer, **kwargs)
+    self.qkv_dense = self._dense(3 * hidden_size, "qkv_transform")
+    self.built = True
+
+  def call(self, x: tf.Tensor, bias: tf.Tensor | None = None, cache: dict | None = None,
+           training: bool | None = None):
+    q, k, v = tf.unstack(self._split_heads(self.qkv_dense(x), 3))
+    if cache is None:
+      return self._attend(q, k, v, bias, training)
+    k = tf.concat([cache["k"], k], axis=2)
+    v = tf.concat([cache["v"], v], axis=2)
+    return self._attend(q, k, v, bias, training), {"k": k, "v": v}
+
+  def empty_cache(self, batch_size: Any, dtype: Any) -> dict:
+    """Cache with zero decoded positions for ``batch_size`` sequences."""
+    shape = [batch_size, self.num_heads, 0, self.depth]
+    return {"k": tf.zeros(shape, dtype), "v": tf.zeros(shape, dtype)}
+
+
+class Attention(_AttentionBase):
+  """Multi-head attention of queries ``x`` over a memory (encoder outputs).
+
+  Call ``layer(x, memory, bias, training=...)``. For decoding, :meth:`memory_kv` computes
+  the memory's keys and values once; pass them as ``memory_kv`` instead of ``memory``.
+  """
+
+  def __init__(self, hidden_size: int, num_heads: int, attention_dropout: float = 0.0,
+               kernel_initializer: Any = "glorot_uniform", **kwargs):
+    super().__init__(hidden_size, num_heads, attention_dropout, kernel_initializer, **kwargs)
+    self.q_dense = self._dense(hidden_size, "q_transform")
+    self.kv_dense = self._dense(2 * hidden_size, "kv_transform")
+    self.built = True
+
+  def memory_kv(self, memory: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """Keys and values [batch, heads, memory_time, depth] of ``memory``."""
+    memory = tf.cast(memory, self.compute_dtype)
+    k, v = tf.unstack(self._split_heads(self.kv_dense(memory), 2))
+    return k, v
+
+  def call(self, x: tf.Tensor, memory: tf.Tensor | None = None, bias: tf.Tensor | None = None,
+           memory_kv: tuple | None = None, training: bool | None = None) -> tf.Tensor:
+    k, v = memory_kv if memory_kv is not None else self.memory_kv(memory)
+    q = self._split_heads(self.q_dense(x), 1)[0]
+    return self._attend(q, k, v, bias, training)

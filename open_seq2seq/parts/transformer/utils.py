@@ -1,0 +1,144 @@
+"""Helpers shared by the Transformer encoder and decoder stacks.
+
+Sinusoidal position encodings, attention biases (padding and causal masks), dropout, the
+pre/post layer-norm residual wrapper and initializer resolution.
+
+Attention biases are *additive*: 0 where attending is allowed and a large negative number
+where it is not. The attention layer adds them to float32 logits, but a bias may be stored in
+the compute dtype; :func:`large_negative` picks a value that does not overflow it (float16
+tops out at 65504, so -1e9 would become -inf there).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from open_seq2seq.errors import ConfigError
+
+
+def large_negative(dtype: Any) -> float:
+  """A masking value that is "minus infinity" for softmax but finite in ``dtype``."""
+  dtype = tf.as_dtype(dtype)
+  if dtype == tf.float16:
+    # Half the range: two masked logits can still be added without reaching -inf.
+    return -0.5 * float(np.finfo(np.float16).max)
+  return -1e9
+
+
+def get_position_encoding(length: Any, hidden_size: int, min_timescale: float = 1.0,
+                          max_timescale: float = 1.0e4) -> tf.Tensor:
+  """Sinusoidal position encodings (Vaswani et al. 2017), float32 [length, hidden_size].
+
+  The first half of the channels holds sines and the second half cosines, with timescales
+  in geometric progression from ``min_timescale`` to ``max_timescale``.
+  """
+  position = tf.cast(tf.range(length), tf.float32)
+  num_timescales = hidden_size // 2
+  log_increment = math.log(max_timescale / min_timescale) / max(num_timescales - 1, 1)
+  inv_timescales = min_timescale * tf.exp(
+      tf.range(num_timescales, dtype=tf.float32) * -log_increment)
+  scaled_time = position[:, None] * inv_timescales[None, :]
+  signal = tf.concat([tf.sin(scaled_time), tf.cos(scaled_time)], axis=1)
+  if hidden_size % 2:
+    signal = tf.pad(signal, [[0, 0], [0, 1]])
+  return signal
+
+
+def get_padding_mask(lengths: tf.Tensor, max_length: Any) -> tf.Tensor:
+  """Boolean [batch, max_length]: True at real (non-padding) positions."""
+  return tf.sequence_mask(lengths, maxlen=max_length)
+
+
+def get_padding_bias(lengths: tf.Tensor, max_length: Any,
+                     dtype: Any = tf.float32) -> tf.Tensor:
+  """Attention bias [batch, 1, 1, max_length] hiding key positions past each length."""
+  mask = get_padding_mask(lengths, max_length)
+  bias = tf.where(mask, tf.zeros([], dtype), tf.constant(large_negative(dtype), dtype))
+  return bias[:, None, None, :]
+
+
+def get_decoder_self_attention_bias(length: Any, dtype: Any = tf.float32) -> tf.Tensor:
+  """Causal bias [1, 1, length, length]: position t may attend to positions <= t only."""
+  allowed = tf.linalg.band_part(tf.ones([length, length], tf.bool), -1, 0)
+  bias = tf.where(allowed, tf.zeros([], dtype), tf.constant(large_negative(dtype), dtype))
+  return bias[None, None, :, :]
+
+
+def dropout(x: tf.Tensor, rate: float, training: bool | None) -> tf.Tensor:
+  """Dropout that is a no-op unless ``training`` is true and ``rate`` > 0.
+
+  Uses the stateless-variable ``tf.nn.dropout`` rather than ``keras.layers.Dropout`` so the
+  model holds no RNG state variables (which complicate checkpoints and distribution).
+  """
+  if not training or not rate:
+    return x
+  return tf.nn.dropout(x, rate=rate)
+
+
+def resolve_initializer(initializer: Any, initializer_params: dict | None) -> Any:
+  """Config ``initializer`` (None, a Keras name, a class or a callable) -> Keras initializer.
+
+  None means Glorot uniform, the Transformer reference's choice.
+  """
+  params = dict(initializer_params or {})
+  if initializer is None:
+    return keras.initializers.GlorotUniform(**params)
+  if isinstance(initializer, str):
+    try:
+      resolved = keras.initializers.get(initializer)
+    except ValueError:
+      raise ConfigError(f"initializer: unknown Keras initializer {initializer!r}") from None
+    return type(resolved)(**params) if params else resolved
+  if isinstance(initializer, type):
+    return initializer(**params)
+  if params:
+    raise ConfigError("initializer_params: given, but initializer is not a class")
+  return initializer
+
+
+def normalize_norm_params(norm_params: dict | None, where: str) -> float:
+  """Checks OpenSeq2Seq's ``norm_params`` and returns the layer-norm epsilon.
+
+  Only layer normalization (``"layernorm_L2"``, OpenSeq2Seq's default) is implemented.
+  """
+  norm_params = dict(norm_params or {})
+  norm_type = norm_params.pop("type", "layernorm_L2")
+  if norm_type != "layernorm_L2":
+    raise ConfigError(f"{where}/norm_params/type: {norm_type!r} is not supported; "
+                      f"use 'layernorm_L2'")
+  epsilon = norm_params.pop("epsilon", 1e-6)
+  if norm_params:
+    raise ConfigError(f"{where}/norm_params: unknown keys {sorted(norm_params)}; "
+                      f"only 'type' and 'epsilon' are supported")
+  return float(epsilon)
+
+
+class ResidualNorm(keras.layers.Layer):
+  """Layer norm, dropout and residual connection around one sublayer.
+
+  Pre-norm (default): ``x + dropout(f(norm(x)))``; post-norm (the original paper):
+  ``norm(x + dropout(f(x)))``. Call :meth:`pre` on the sublayer's input and :meth:`post`
+  with the residual input and the sublayer's output.
+  """
+
+  def __init__(self, hidden_size: int, dropout_rate: float, norm_placement: str = "pre",
+               epsilon: float = 1e-6, **kwargs):
+    super().__init__(**kwargs)
+    self.dropout_rate = dropout_rate
+    self.pre_norm = norm_placement == "pre"
+    self.norm = keras.layers.LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy,
+                                                name="layer_norm")
+    self.norm.build((None, hidden_size))
+    self.built = True
+
+  def pre(self, x: tf.Tensor) -> tf.Tensor:
+    return self.norm(x) if self.pre_norm else x
+
+  def post(self, x: tf.Tensor, y: tf.Tensor, training: bool | None) -> tf.Tensor:
+    out = x + dropout(y, self.dropout_rate, training)
+    return out if self.pre_norm else self.norm(out)

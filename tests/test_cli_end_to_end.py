@@ -1,0 +1,203 @@
+"""End-to-end CLI runs on tiny generated data: train -> resume -> eval -> infer, and the
+errors a user can cause (each one line, non-zero exit, nothing overwritten)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import toy
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+  return toy.make_toy_data(str(tmp_path_factory.mktemp("toy")))
+
+
+def base_args(data_dir, logdir, mode="train", split="train"):
+  return ([f"--config_file={toy.TOY_CONFIG}", f"--mode={mode}", f"--logdir={logdir}"] +
+          toy.TINY_MODEL + toy.data_overrides(data_dir) + toy.split_overrides(data_dir, split))
+
+
+@pytest.fixture(scope="module")
+def trained(data_dir, tmp_path_factory):
+  """A tiny run trained for 20 steps (train_eval), shared by the tests below."""
+  logdir = str(tmp_path_factory.mktemp("run") / "logdir")
+  args = base_args(data_dir, logdir, "train_eval") + ["--max_steps=20",
+                                                       "--save_checkpoint_steps=10"]
+  # eval_params points at dev through the config's eval dict; overrides apply to both modes,
+  # so the split overrides above make eval read the train split, which is fine here.
+  result = toy.run_cli(args)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return logdir, result
+
+
+def _weights(logdir):
+  reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(logdir))
+  return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
+          if k.startswith("model/")}
+
+
+def test_train_eval_writes_run_and_logs(trained):
+  logdir, result = trained
+  assert tf.train.latest_checkpoint(logdir).endswith("ckpt-20")
+  assert os.path.isfile(os.path.join(logdir, "config.txt"))
+  assert any(name.startswith("events.out") for name in os.listdir(logdir))
+  lines = [l for l in result.stdout.splitlines() if "| loss" in l]
+  assert len(lines) == 4  # print_loss_steps=5 over 20 steps
+  assert "tokens/s" in lines[-1] and "lr" in lines[-1] and "epoch" in lines[-1]
+  assert "eval at step 20" in result.stdout and "BLEU" in result.stdout
+  assert os.path.isfile(os.path.join(logdir, "best_models", "best.json"))
+
+
+def test_resume_eval_infer(trained, data_dir, tmp_path):
+  logdir, _ = trained
+  resumed = toy.run_cli(base_args(data_dir, logdir) + ["--max_steps=25", "--continue_learning"])
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert "at step 20" in resumed.stdout
+  assert tf.train.latest_checkpoint(logdir).endswith("ckpt-25")
+
+  evaluated = toy.run_cli(base_args(data_dir, logdir, "eval", "dev"))
+  assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+  assert "eval at step 25" in evaluated.stdout and "BLEU" in evaluated.stdout
+
+  out = tmp_path / "pred.txt"
+  inferred = toy.run_cli(base_args(data_dir, logdir, "infer", "test") +
+                         [f"--infer_output_file={out}"])
+  assert inferred.returncode == 0, inferred.stderr[-3000:]
+  predictions = out.read_text().splitlines()
+  sources = open(os.path.join(data_dir, "test", "source.txt")).read().splitlines()
+  assert len(predictions) == len(sources)
+  assert "BLEU" in inferred.stdout
+
+
+def test_interactive_infer_reads_stdin(trained, data_dir):
+  logdir, _ = trained
+  args = base_args(data_dir, logdir, "interactive_infer", "test")
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=toy.ROOT)
+  proc = subprocess.run([sys.executable, os.path.join(toy.ROOT, "run.py"), *args],
+                        input="1 2 3 4 5\n\n6 7 8\n", capture_output=True, text=True,
+                        timeout=300, env=env)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  answers = [l for l in proc.stdout.splitlines() if not l.startswith("[")]
+  assert len(answers) == 2  # one per non-empty input line
+
+
+def test_logdir_conflict_refuses_and_overwrites_nothing(trained, data_dir):
+  logdir, _ = trained
+  before = {n: os.path.getmtime(os.path.join(logdir, n)) for n in os.listdir(logdir)}
+  result = toy.run_cli(base_args(data_dir, logdir) + ["--max_steps=2"])
+  assert result.returncode == 2
+  assert "already holds a run" in result.stderr and "--continue_learning" in result.stderr
+  assert "Traceback" not in result.stderr
+  after = {n: os.path.getmtime(os.path.join(logdir, n)) for n in os.listdir(logdir)}
+  assert before == after
+
+
+def test_load_model_reports_loaded_and_skipped(trained, data_dir, tmp_path):
+  logdir, _ = trained
+  result = toy.run_cli(base_args(data_dir, str(tmp_path / "new")) + [
+      "--max_steps=1", f"--load_model={logdir}", "--decoder_params/filter_size=48"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  line = next(l for l in result.stdout.splitlines() if "load_model" in l)
+  loaded = int(line.split("initialised ")[1].split()[0])
+  skipped = int(line.split("skipped ")[1].split(":")[0])
+  assert loaded > 0 and skipped > 0  # the decoder's FFN kernels changed shape
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--encoder_params/encoder_layer=2"], "did you mean 'encoder_layers'"),
+    (["--decoder_params/beam_size=two"], "decoder_params/beam_size: expected int"),
+    (["--data_layer_params/source_file=/nonexistent/source.txt"], "/nonexistent/source.txt"),
+])
+def test_user_errors_are_one_line(data_dir, tmp_path, extra, message):
+  result = toy.run_cli(base_args(data_dir, str(tmp_path / "run")) + ["--max_steps=2"] + extra)
+  assert result.returncode == 2, result.stderr[-2000:]
+  errors = [l for l in result.stderr.splitlines() if l.startswith("error:")]
+  assert len(errors) == 1 and message in errors[0], result.stderr[-2000:]
+  assert "Traceback" not in result.stderr
+  assert not os.path.exists(tmp_path / "run" / "checkpoint")
+
+
+def test_empty_line_in_data_is_named(data_dir, tmp_path):
+  source = tmp_path / "source.txt"
+  lines = open(os.path.join(data_dir, "train", "source.txt")).read().splitlines()
+  lines[3] = ""
+  source.write_text("\n".join(lines) + "\n")
+  result = toy.run_cli(base_args(data_dir, str(tmp_path / "run")) +
+                       ["--max_steps=2", f"--data_layer_params/source_file={source}"])
+  assert result.returncode == 2
+  assert "Traceback" not in result.stderr
+  assert f"{source}:4" in result.stderr, result.stderr[-2000:]
+
+
+def test_missing_config_and_no_checkpoint(data_dir, tmp_path):
+  result = toy.run_cli(["--config_file=/nonexistent/config.py", "--mode=train"])
+  assert result.returncode == 2 and "does not exist" in result.stderr
+  result = toy.run_cli(base_args(data_dir, str(tmp_path / "empty"), "eval", "dev"))
+  assert result.returncode == 2 and "no checkpoint found" in result.stderr
+  assert "Traceback" not in result.stderr
+
+
+def test_ctrl_c_saves_a_checkpoint(data_dir, tmp_path):
+  logdir = str(tmp_path / "run")
+  args = base_args(data_dir, logdir) + ["--max_steps=100000", "--print_loss_steps=1"]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=toy.ROOT, PYTHONUNBUFFERED="1")
+  proc = subprocess.Popen([sys.executable, os.path.join(toy.ROOT, "run.py"), *args],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+  try:
+    deadline = time.time() + 300
+    for line in proc.stdout:
+      if "| loss" in line and "step      3" in line or time.time() > deadline:
+        break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  assert proc.returncode == 130, err[-2000:]
+  assert "Traceback" not in err
+  checkpoint = tf.train.latest_checkpoint(logdir)
+  assert checkpoint is not None and int(checkpoint.rsplit("-", 1)[1]) >= 3
+
+
+def test_resume_equals_uninterrupted(data_dir, tmp_path):
+  """N steps straight == N/2 steps, then --continue_learning to N (same seed, dropout on)."""
+  straight, split = str(tmp_path / "straight"), str(tmp_path / "split")
+  common = ["--save_checkpoint_steps=1000", "--print_loss_steps=None",
+            "--save_summaries_steps=None"]
+  r = toy.run_cli(base_args(data_dir, straight) + common + ["--max_steps=12"])
+  assert r.returncode == 0, r.stderr[-3000:]
+  r = toy.run_cli(base_args(data_dir, split) + common + ["--max_steps=6"])
+  assert r.returncode == 0, r.stderr[-3000:]
+  r = toy.run_cli(base_args(data_dir, split) + common + ["--max_steps=12", "--continue_learning"])
+  assert r.returncode == 0, r.stderr[-3000:]
+  a, b = _weights(straight), _weights(split)
+  assert a.keys() == b.keys() and len(a) > 10
+  for key in a:
+    np.testing.assert_allclose(a[key], b[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def test_benchmark_prints_table_and_saves_nothing(data_dir, tmp_path):
+  logdir = tmp_path / "bench"
+  result = toy.run_cli(base_args(data_dir, str(logdir)) + ["--benchmark", "--bench_steps=6",
+                                                           "--bench_start=2"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "median tokens/s" in result.stdout and "peak memory" in result.stdout
+  assert not (logdir / "checkpoint").exists()
+
+
+def test_help_params_lists_components(data_dir):
+  result = toy.run_cli([f"--config_file={toy.TOY_CONFIG}", "--help_params"] +
+                       toy.data_overrides(data_dir) + toy.split_overrides(data_dir, "train"))
+  assert result.returncode == 0, result.stderr[-2000:]
+  for name in ("TransformerEncoder", "TransformerDecoder", "ParallelTextDataLayer",
+               "`encoder_layers`", "`batch_size_per_gpu`"):
+    assert name in result.stdout

@@ -1,0 +1,53 @@
+"""Helpers shared by the end-to-end tests: tiny toy data and a tiny Transformer config."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOY_CONFIG = os.path.join(ROOT, "example_configs", "text2text", "toy-reversal",
+                          "nmt-reversal-TT.py")
+
+
+def make_toy_data(directory: str, train: int = 400, dev: int = 40, test: int = 40,
+                  seed: int = 1, extra: tuple[str, ...] = ()) -> str:
+  """Runs scripts/create_toy_data.py into ``directory`` and returns it."""
+  subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "create_toy_data.py"),
+                  "--data_dir", directory, "--train_size", str(train), "--dev_size", str(dev),
+                  "--test_size", str(test), "--seed", str(seed), *extra],
+                 check=True, capture_output=True)
+  return directory
+
+
+def data_overrides(data_dir: str) -> list[str]:
+  """Points every mode of the toy config at ``data_dir``."""
+  out = []
+  for key, rel in (("src_vocab_file", "vocab/source.txt"), ("tgt_vocab_file", "vocab/target.txt")):
+    out.append(f"--data_layer_params/{key}={os.path.join(data_dir, rel)}")
+  return out
+
+
+def split_overrides(data_dir: str, split: str) -> list[str]:
+  return [f"--data_layer_params/source_file={os.path.join(data_dir, split, 'source.txt')}",
+          f"--data_layer_params/target_file={os.path.join(data_dir, split, 'target.txt')}"]
+
+
+TINY_MODEL = [
+    "--encoder_params/encoder_layers=1", "--encoder_params/hidden_size=32",
+    "--encoder_params/num_heads=2", "--encoder_params/filter_size=64",
+    "--decoder_params/num_hidden_layers=1", "--decoder_params/hidden_size=32",
+    "--decoder_params/num_heads=2", "--decoder_params/filter_size=64",
+    "--lr_policy_params/d_model=32", "--batch_size_per_gpu=16",
+    "--print_loss_steps=5", "--print_samples_steps=None", "--save_summaries_steps=5",
+    "--eval_steps=None",
+]
+
+
+def run_cli(args: list[str], cwd: str | None = None, timeout: int = 600,
+            env: dict | None = None) -> subprocess.CompletedProcess:
+  """Runs ``python run.py ARGS`` and returns the completed process (never raises on rc)."""
+  full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT, **(env or {}))
+  return subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), *args], cwd=cwd,
+                        capture_output=True, text=True, timeout=timeout, env=full_env)
