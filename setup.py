@@ -24,6 +24,7 @@ setup(
         "sentencepiece",
         "sacrebleu>=2",
         "pyyaml",
+        "tensorboard",  # tf.summary needs it; tensorflow-cpu does not pull it in
     ],
     extras_require={
         "speech": ["soundfile", "scipy"],

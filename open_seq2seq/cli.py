@@ -89,13 +89,18 @@ def run(argv: list[str]) -> int:
   from open_seq2seq.training.trainer import Trainer
 
   main_cfg = configs.get("train") or next(iter(configs.values()))
-  if main_cfg["random_seed"] is not None:
-    keras.utils.set_random_seed(main_cfg["random_seed"])
-  backend = make_backend(main_cfg, cpu_towers=args.cpu_towers)
   logdir = main_cfg["logdir"]
+  if args.mode in ("train", "train_eval"):
+    # Every process checks before the backend starts: joining it waits for all of them, so
+    # the chief's writes below cannot make another worker see "already holds a run".
+    _check_train_logdir(logdir, args)
+  backend = make_backend(main_cfg, cpu_towers=args.cpu_towers)
+  if main_cfg["random_seed"] is not None:
+    # Each worker gets its own seed (dropout, shuffling of its shard); initial weights are
+    # made identical by the backend (broadcast from the chief).
+    keras.utils.set_random_seed(main_cfg["random_seed"] + backend.worker_index)
   try:
     if args.mode in ("train", "train_eval"):
-      _check_train_logdir(logdir, args)
       if backend.is_chief and not args.benchmark:
         _write_config(logdir, configs)
         if args.enable_logs:
@@ -143,6 +148,11 @@ def run(argv: list[str]) -> int:
     else:
       interactive_infer(trainer, model, checkpoint)
     return 0
+  except Exception as e:  # pylint: disable=broad-except
+    error = backend.translate_error(e)  # e.g. a lost worker: one line instead of a traceback
+    if error is None:
+      raise
+    raise error from None
   finally:
     backend.shutdown()
 

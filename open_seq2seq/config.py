@@ -132,8 +132,12 @@ def _component_of(params_key: str) -> str | None:
 def _declarations_of(component: str, klass: Any) -> dict[str, Param] | None:
   if hasattr(klass, "declared_params"):
     return klass.declared_params()
-  if component in ("optimizer", "regularizer") and callable(klass):
-    return signature_params(klass)
+  if component == "optimizer":
+    from open_seq2seq.optimizers import optimizer_declarations
+    return optimizer_declarations(klass)
+  if component == "regularizer" and callable(klass):
+    from open_seq2seq.optimizers import regularizer_declarations
+    return regularizer_declarations(klass)
   if component == "lr_policy" and callable(klass):
     return signature_params(klass, skip=("global_step",))
   return None
@@ -182,18 +186,23 @@ def resolve_config(base_model: type, config: Mapping, mode: str) -> dict:
                                 ("lr_policy", "lr_policy_params"),
                                 ("regularizer", "regularizer_params")):
     klass = params.get(component)
-    if klass is None or isinstance(klass, str):
+    if klass is None:
+      continue
+    if component == "optimizer":
+      from open_seq2seq.optimizers import validate_optimizer_params
+      validate_optimizer_params(klass, params[params_key], params_key)
       continue
     declared = _declarations_of(component, klass)
     if declared is None:
       continue
     owner = getattr(klass, "__name__", component)
-    if component in ("optimizer", "regularizer", "lr_policy"):
-      # keyword arguments: only unknown keys are errors (missing ones may have defaults
-      # supplied by the trainer, e.g. learning_rate)
-      for key in params[params_key]:
+    if component in ("regularizer", "lr_policy"):
+      # keyword arguments: unknown keys and wrong types are errors; missing ones may be
+      # filled in by the trainer (e.g. decay_steps from max_steps)
+      for key, value in params[params_key].items():
         if key not in declared:
           raise unknown_key_error(key, declared, params_key, owner)
+        declared[key].check(value, join_path(params_key, key))
       continue
     params[params_key] = validate_params(params[params_key], declared, params_key, owner)
   _check_consistency(params, mode)

@@ -340,3 +340,9 @@ def test_bad_params_are_config_errors(corpus):
     layer(corpus, batching="sentences")
   with pytest.raises(ConfigError, match="bucket_width"):
     layer(corpus, bucket_width=0)
+
+
+def test_max_length_that_drops_everything_is_an_error(corpus):
+  long_lines = write(corpus["tmp"] / "long.txt", corpus["lines"][5:])  # 6+ tokens
+  with pytest.raises(DataError, match="raise data_layer_params/max_length"):
+    layer(corpus, mode="train", max_length=6, source_file=long_lines, target_file=long_lines)

@@ -11,7 +11,7 @@ and each step is a plain function ``dataset -> dataset`` tested on its own.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import tensorflow as tf
 
@@ -105,24 +105,25 @@ def bucket_batch(dataset: tf.data.Dataset, batch_size: int, by_tokens: bool = Fa
   if by_tokens:
     if max_length is None:
       raise ValueError("bucket_batch(by_tokens=True) needs max_length to size the last bucket")
-    # bucket i holds lengths up to boundaries[i] - 1; the last one up to max_length
-    uppers = [b - 1 for b in boundaries] + [max(max_length, boundaries[-1] if boundaries else 1)]
-    sizes = []
-    for upper in uppers:
-      size = max(1, batch_size // round_up(max(upper, 1), pad_multiple))
-      if batch_multiple > 1 and size >= batch_multiple:
-        size -= size % batch_multiple
-      sizes.append(size)
+    # bucket i holds lengths below boundaries[i]; the last one up to max_length
+    uppers = [b - 1 for b in boundaries] + [max(max_length, 1)]
+    sizes = [_token_batch_size(batch_size, round_up(upper, pad_multiple), batch_multiple)
+             for upper in uppers]
   else:
     sizes = [batch_size] * (len(boundaries) + 1)
-  if not boundaries and not by_tokens:
-    return dataset.padded_batch(batch_size, drop_remainder=drop_remainder)
   if not boundaries:
     return dataset.padded_batch(sizes[0], drop_remainder=drop_remainder)
   return dataset.bucket_by_sequence_length(
       element_length_func=lambda element: element_length(element, length_keys),
       bucket_boundaries=boundaries, bucket_batch_sizes=sizes,
       drop_remainder=drop_remainder)
+
+
+def _token_batch_size(budget: int, padded_length: int, multiple: int) -> int:
+  size = max(1, budget // padded_length)
+  if multiple > 1 and size >= multiple:
+    size -= size % multiple
+  return size
 
 
 def pad_to_multiple(dataset: tf.data.Dataset, multiple: int,
@@ -146,9 +147,3 @@ def pad_to_multiple(dataset: tf.data.Dataset, multiple: int,
     return element
 
   return dataset.map(pad, num_parallel_calls=tf.data.AUTOTUNE)
-
-
-def map_elements(dataset: tf.data.Dataset, fn: Callable,
-                 num_parallel_calls: int | None = None) -> tf.data.Dataset:
-  """``dataset.map`` with ``None`` meaning autotuned parallelism."""
-  return dataset.map(fn, num_parallel_calls=num_parallel_calls or tf.data.AUTOTUNE)

@@ -35,6 +35,14 @@ class Backend:
     return self.strategy.num_replicas_in_sync
 
   @property
+  def num_local_replicas(self) -> int:
+    """Replicas (devices) driven by this process."""
+    try:
+      return len(self.strategy.extended.worker_devices)
+    except RuntimeError:  # the default strategy: one device
+      return 1
+
+  @property
   def num_workers(self) -> int:
     """Processes taking part (each reads its own shard of the data)."""
     return 1
@@ -62,6 +70,39 @@ class Backend:
     """
     return dataset_fn(self.num_workers, self.worker_index)
 
+  def eval_batches(self, dataset_fn: Callable[[int, int], tf.data.Dataset]):
+    """One eval/infer pass: yields ``(per-replica batch, number of real replica batches)``.
+
+    This process reads its shard and hands its local replicas one batch each per step; the
+    last step is padded with copies of its last batch, whose outputs the caller drops
+    (replicas at index >= the count). Steps need no cross-process communication, so workers
+    with more batches than others never wait: results meet in :meth:`gather_objects`. A
+    process whose shard is empty yields one padding batch (count 0) so it can still build
+    the model.
+    """
+    count = self.num_local_replicas
+    group: list = []
+    seen = False
+    for batch in dataset_fn(self.num_workers, self.worker_index):
+      group.append(batch)
+      if len(group) == count:
+        yield self._per_replica(group), count
+        group, seen = [], True
+    if group:
+      yield self._per_replica(group + group[-1:] * (count - len(group))), len(group)
+      seen = True
+    if not seen:
+      padding = next(iter(dataset_fn(1, 0)), None)
+      if padding is not None:
+        yield self._per_replica([padding] * count), 0
+
+  def _per_replica(self, batches: list) -> Any:
+    count = len(batches)
+    if count == 1:
+      return batches[0]
+    return self.strategy.experimental_distribute_values_from_function(
+        lambda context: batches[context.replica_id_in_sync_group % count])
+
   # ------------------------------------------------------------------ computation
   def run(self, fn: Callable, args: tuple = ()) -> Any:
     return self.strategy.run(fn, args=args)
@@ -80,6 +121,10 @@ class Backend:
   def gather_objects(self, objects: list) -> list:
     """Concatenation of every process's ``objects`` (on every process)."""
     return list(objects)
+
+  def translate_error(self, error: BaseException) -> Exception | None:
+    """A one-line user-facing error for ``error`` (a lost worker ...), or None to re-raise."""
+    return None
 
   def barrier(self) -> None:
     """Waits for every process."""

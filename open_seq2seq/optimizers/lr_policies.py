@@ -18,6 +18,7 @@ This module deliberately has no ``from __future__ import annotations``: the load
 annotations as real types.
 """
 
+import importlib
 import inspect
 import math
 from typing import Any, Callable
@@ -315,7 +316,7 @@ class LRPolicySchedule(keras.optimizers.schedules.LearningRateSchedule):
   @classmethod
   def from_config(cls, config: dict) -> "LRPolicySchedule":
     module_name, _, func_name = config["lr_policy"].rpartition(".")
-    module = __import__(module_name, fromlist=[func_name])
+    module = importlib.import_module(module_name)
     return cls(getattr(module, func_name), config["lr_policy_params"])
 
 

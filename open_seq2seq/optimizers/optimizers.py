@@ -22,6 +22,7 @@ Differences from TF 1 worth knowing:
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from typing import Any, Callable, Iterable, Mapping
 
@@ -29,7 +30,7 @@ import keras
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.utils.params import (AnyType, Param, join_path, signature_params,
+from open_seq2seq.utils.params import (REQUIRED, Param, join_path, signature_params,
                                        unknown_key_error)
 
 #: Display name -> Keras class. Lookup is case-insensitive.
@@ -122,8 +123,9 @@ def optimizer_declarations(optimizer: str | Callable) -> dict[str, Param]:
       declared[alias] = dataclasses.replace(declared[target],
                                             doc=f"TF 1 spelling of {target}.")
   if name == "Momentum":
-    declared["momentum"] = dataclasses.replace(declared["momentum"], default=AnyType,
-                                               doc="Momentum factor (required).")
+    # TF 1's MomentumOptimizer had no default momentum; plain SGD is "SGD".
+    declared["momentum"] = dataclasses.replace(declared["momentum"], default=REQUIRED,
+                                               doc="Momentum factor.")
   return declared
 
 
@@ -136,10 +138,10 @@ def validate_optimizer_params(optimizer: str | Callable, optimizer_params: Mappi
       the wrong type, or both spellings of one key.
   """
   declared = optimizer_declarations(optimizer)
+  klass = OPTIMIZERS[_canonical_name(optimizer)] if isinstance(optimizer, str) else optimizer
   owner = optimizer if isinstance(optimizer, str) else getattr(optimizer, "__name__", "optimizer")
+  aliases = _aliases_of(klass)
   params = dict(optimizer_params or {})
-  aliases = _aliases_of(OPTIMIZERS[_canonical_name(optimizer)]
-                        if isinstance(optimizer, str) else optimizer)
   for key, value in params.items():
     if key in _REDIRECTS:
       raise ConfigError(f"{join_path(prefix, key)}: the trainer handles this; set the "
@@ -150,9 +152,11 @@ def validate_optimizer_params(optimizer: str | Callable, optimizer_params: Mappi
     if key in aliases and aliases[key] in params:
       raise ConfigError(f"{join_path(prefix, key)}: given together with {aliases[key]!r}, "
                         f"its Keras spelling; keep one")
-  if _canonical_name(optimizer) == "Momentum" if isinstance(optimizer, str) else False:
-    if "momentum" not in params:
-      raise ConfigError(f"{join_path(prefix, 'momentum')}: required by the Momentum optimizer")
+  spelled = set(params) | {aliases[k] for k in params if k in aliases}
+  for key, param in declared.items():
+    # learning_rate comes from the lr policy when not given here.
+    if param.required and key != "learning_rate" and key not in spelled:
+      raise ConfigError(f"{join_path(prefix, key)}: required by {owner} but missing")
   return params
 
 
@@ -178,6 +182,10 @@ def get_optimizer(optimizer: str | Callable, optimizer_params: Mapping | None = 
     name = _canonical_name(optimizer)
     klass = OPTIMIZERS[name]
     params = {**_TF1_DEFAULTS.get(name, {}), **params}
+    if name == "LazyAdam":
+      logging.getLogger(__name__).info(
+          "optimizer: LazyAdam runs as Adam (Keras has no lazy sparse variant; the two agree "
+          "on dense gradients)")
   else:
     klass = optimizer
   for alias, target in _aliases_of(klass).items():
@@ -218,17 +226,9 @@ def is_regularized(variable: Any) -> bool:
   return len(variable.shape) >= 2
 
 
-def _l2_with_tf1_scale(scale: float = None, l2: float = None) -> keras.regularizers.Regularizer:
-  """OpenSeq2Seq's ``l2_regularizer(scale)`` was ``scale * sum(w**2) / 2``."""
-  return keras.regularizers.L2(l2 if scale is None else scale / 2.0)
-
-
-def _l1_with_tf1_scale(scale: float = None, l1: float = None) -> keras.regularizers.Regularizer:
-  return keras.regularizers.L1(l1 if scale is None else scale)
-
-
-_SCALE_SPELLING = {keras.regularizers.L2: ("l2", _l2_with_tf1_scale),
-                   keras.regularizers.L1: ("l1", _l1_with_tf1_scale)}
+# TF 1's l2_regularizer(scale) was scale * sum(w**2) / 2; l1_regularizer(scale) was
+# scale * sum(|w|). Keras' L2(l2) is l2 * sum(w**2).
+_SCALE_SPELLING = {keras.regularizers.L2: ("l2", 0.5), keras.regularizers.L1: ("l1", 1.0)}
 
 
 def regularizer_declarations(regularizer: Any) -> dict[str, Param]:
@@ -239,7 +239,7 @@ def regularizer_declarations(regularizer: Any) -> dict[str, Param]:
   if regularizer in _SCALE_SPELLING:
     key = _SCALE_SPELLING[regularizer][0]
     declared["scale"] = Param(
-        float, None, f"OpenSeq2Seq spelling: TF 1 {key}_regularizer's scale"
+        (float, None), None, f"OpenSeq2Seq spelling: TF 1 {key}_regularizer's scale"
         + (" (scale * sum(w**2) / 2, i.e. l2 = scale / 2)." if key == "l2" else "."))
   return declared
 
@@ -266,10 +266,12 @@ def make_regularizer(regularizer: Any, regularizer_params: Mapping | None = None
   if isinstance(regularizer, keras.regularizers.Regularizer):
     return regularizer
   if regularizer in _SCALE_SPELLING:
-    key, build = _SCALE_SPELLING[regularizer]
-    if "scale" in params and key in params:
-      raise ConfigError(f"regularizer_params/scale: given together with {key!r}; keep one")
-    return build(**params) if params else regularizer()
+    key, factor = _SCALE_SPELLING[regularizer]
+    if "scale" in params:
+      if key in params:
+        raise ConfigError(f"regularizer_params/scale: given together with {key!r}; keep one")
+      params[key] = params.pop("scale") * factor
+    return regularizer(**params)
   if isinstance(regularizer, type) or params:
     return regularizer(**params)
   return regularizer

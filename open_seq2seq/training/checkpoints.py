@@ -111,14 +111,12 @@ class CheckpointStore:
     return self.manager.save(checkpoint_number=step)
 
   def restore(self, path: str, expect_partial: bool = False) -> None:
-    status = self.checkpoint.restore(path)
-    if expect_partial:
-      status.expect_partial()
+    restore_across_dtypes(self.checkpoint, path, expect_partial=expect_partial)
 
   def restore_latest(self) -> str | None:
     path = self.manager.latest_checkpoint
     if path:
-      self.checkpoint.restore(path)
+      restore_across_dtypes(self.checkpoint, path)
     return path
 
   # ------------------------------------------------------------------ best checkpoint
@@ -142,6 +140,49 @@ class CheckpointStore:
       atomic_write_text(os.path.join(self.logdir, BEST_DIR, BEST_INFO),
                         json.dumps({"metric": metric, "value": value, "step": step}) + "\n")
     return True
+
+
+def restore_across_dtypes(root: tf.train.Checkpoint, path: str,
+                          expect_partial: bool = False) -> list[str]:
+  """Restores ``root`` from ``path`` even if the run that wrote it used another ``dtype``.
+
+  "float32" and "mixed" runs store float32 weights and optimizer state, "float16" runs store
+  float16 ones. TensorFlow refuses to restore a variable saved in another dtype, so when any
+  variable differs, every variable is read and cast instead (objects that are not variables,
+  such as the input pipeline position, then start afresh).
+
+  Args:
+    root: the checkpoint object to restore into (its variables already built).
+    expect_partial: the checkpoint may hold more than ``root`` (e.g. the optimizer when only
+      weights are wanted); every model variable of ``root`` must still be found.
+
+  Returns:
+    The keys of the variables that were cast (empty when dtypes matched).
+
+  Raises:
+    CheckpointError: when casting and a variable of ``root`` is missing or has another shape.
+  """
+  reader = tf.train.load_checkpoint(path)
+  saved = reader.get_variable_to_dtype_map()
+  variables = variable_keys(root)
+  cast = sorted(key for key, var in variables.items()
+                if key in saved and saved[key] != tf.as_dtype(var.dtype))
+  if not cast:
+    status = root.restore(path)
+    if expect_partial:
+      status.expect_partial().assert_existing_objects_matched()
+    return []
+  shapes = reader.get_variable_to_shape_map()
+  for key, var in sorted(variables.items()):
+    if key not in saved:
+      if not key.startswith("model/"):
+        continue  # e.g. a loss scaler added on resume: keeps its initial state
+      raise CheckpointError(f"{path}: holds no {key}; it was written by a different model")
+    if list(shapes[key]) != list(var.shape):
+      raise CheckpointError(f"{path}: {key} has shape {shapes[key]}, the model "
+                            f"{list(var.shape)}; it was written by a different model")
+    var.assign(tf.cast(reader.get_tensor(key), var.dtype))
+  return cast
 
 
 def load_pretrained(root: tf.train.Checkpoint, source: str,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import time
 from typing import Any
 
@@ -28,31 +27,29 @@ import tensorflow as tf
 
 from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.models.model import Model
-from open_seq2seq.optimizers import get_optimizer, regularization_loss
+from open_seq2seq.optimizers import (LRPolicySchedule, complete_lr_policy_params,
+                                     freeze_filter, get_optimizer, regularization_loss)
 from open_seq2seq.training import reporting
-from open_seq2seq.training.checkpoints import CheckpointStore, load_pretrained
+from open_seq2seq.training.checkpoints import (CheckpointStore, load_pretrained,
+                                               restore_across_dtypes)
 from open_seq2seq.training.loss_scaling import make_loss_scaler
 from open_seq2seq.training.reporting import format_number, log
+from open_seq2seq.utils import precision
 
 
-class LearningRate(keras.optimizers.schedules.LearningRateSchedule):
-  """Adapts an OpenSeq2Seq lr policy ``policy(global_step, **params)`` to Keras."""
-
-  def __init__(self, policy: Any, params: dict[str, Any]):
-    self.policy = policy
-    self.params = dict(params)
-
-  def __call__(self, step):
-    return tf.cast(self.policy(global_step=tf.cast(step, tf.int64), **self.params), tf.float32)
-
-  def get_config(self) -> dict:
-    return {"policy": self.policy.__name__, **self.params}
+#: Training stops when this many steps in a row have non-finite gradients: loss scaling
+#: recovers from overflows in a few steps (2^14 -> 1 takes 14 halvings), not in 100.
+MAX_CONSECUTIVE_SKIPS = 100
 
 
-def _learning_rate(params: dict) -> Any:
+def _learning_rate(params: dict, last_step: int | None, steps_per_epoch: int | None) -> Any:
+  """The optimizer's learning rate: the lr policy as a schedule of the update counter."""
   if params["lr_policy"] is None:
-    return params["optimizer_params"].get("learning_rate", 1e-3)
-  return LearningRate(params["lr_policy"], params["lr_policy_params"])
+    return None  # get_optimizer takes optimizer_params["learning_rate"] or its default
+  policy_params = complete_lr_policy_params(
+      params["lr_policy"], params["lr_policy_params"], last_step,
+      steps_per_epoch if params["num_epochs"] is not None else None)
+  return LRPolicySchedule(params["lr_policy"], policy_params)
 
 
 def _to_numpy(value: Any) -> Any:
@@ -76,9 +73,23 @@ class Trainer:
     self.is_chief = self.backend.is_chief
     self.loss_scaler = make_loss_scaler(self.params["loss_scaling"],
                                         self.params["loss_scaling_params"])
+    # float16 compute (a component may override the model's dtype) can overflow even without
+    # a scaler: such steps are skipped rather than written into the weights.
+    self._float16_compute = any(layer.compute_dtype == "float16" for layer in model.layers)
+    self._guard_overflow = self.loss_scaler is not None or self._float16_compute
+    if self.is_chief:
+      log(precision.describe(self.params["dtype"]) + "; " +
+          (self.loss_scaler.describe() if self.loss_scaler is not None else "no loss scaling"))
+      if self._float16_compute and self.loss_scaler is None and model.mode == "train":
+        log("warning: float16 compute without loss_scaling: small gradients underflow to 0; "
+            "set loss_scaling to 'Backoff' (or use dtype mixed_bfloat16)")
     with self.backend.strategy.scope():
-      self.optimizer = get_optimizer(self.params["optimizer"], self.params["optimizer_params"],
-                                     _learning_rate(self.params))
+      self.steps_per_epoch = self._steps_per_epoch(model.data_layer) if model.mode == "train" \
+          else None
+      self.max_steps = self._planned_steps()
+      self.optimizer = get_optimizer(
+          self.params["optimizer"], self.params["optimizer_params"],
+          _learning_rate(self.params, self.max_steps, self.steps_per_epoch))
       self.skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_steps")
       self.tokens_seen = tf.Variable(0, dtype=tf.int64, trainable=False, name="tokens_seen")
     self._built = False
@@ -130,11 +141,10 @@ class Trainer:
     variables = self.model.trainable_variables
     regex = self.params["freeze_variables_regex"]
     if regex:
-      pattern = re.compile(regex)
-      frozen = [v for v in variables if pattern.match(v.path)]
-      variables = [v for v in variables if not pattern.match(v.path)]
+      kept = freeze_filter(variables, regex)
       if self.is_chief:
-        log(f"Freezing {len(frozen)} variables matching {regex!r}")
+        log(f"Freezing {len(variables) - len(kept)} variables matching {regex!r}")
+      variables = kept
     return variables
 
   def make_store(self, with_data: bool = False) -> CheckpointStore:
@@ -149,15 +159,16 @@ class Trainer:
     model.encoder, model.decoder = self.model.encoder, self.model.decoder
     if isinstance(self.model.loss, keras.layers.Layer):
       model.loss = self.model.loss
-    tf.train.Checkpoint(model=model).restore(path).expect_partial().assert_existing_objects_matched()
+    cast = restore_across_dtypes(tf.train.Checkpoint(model=model), path, expect_partial=True)
     if self.is_chief:
-      log(f"Restored weights from {path}")
+      log(f"Restored weights from {path}" +
+          (f" (cast {len(cast)} variables to this run's dtype)" if cast else ""))
 
   def restore_for_inference(self, layer, path: str) -> None:
     """Builds the model on ``layer``'s first batch, then loads ``path``."""
-    dataset = self.backend.distribute_dataset(
-        lambda n, i: self._shard_layer(layer, n, i).build_dataset())
-    self.build(self.backend.local_results(next(iter(dataset)))[0])
+    batch, _ = next(iter(self.backend.eval_batches(
+        lambda n, i: self._shard_layer(layer, n, i).build_dataset())))
+    self.build(self.backend.local_results(batch)[0])
     self.restore_checkpoint(path)
 
   # ------------------------------------------------------------------ the step
@@ -174,17 +185,29 @@ class Trainer:
       with tf.control_dependencies(grads):
         with tf.GradientTape() as tape:
           batch_loss, batch_weight, _ = self.model.compute_loss(batch, training=True)
-          scaled = batch_loss
-          if self.loss_scaler is not None:
-            scaled = batch_loss * self.loss_scaler.scale
+          scaled, unscale = self._scaled_loss(batch_loss, batch_weight)
         batch_grads = tape.gradient(scaled, variables)
       # Dense gradients: embedding IndexedSlices would make all-reduce buffers grow.
-      grads = [acc + tf.cast(tf.convert_to_tensor(g), tf.float32) if g is not None else acc
-               for acc, g in zip(grads, batch_grads)]
+      grads = [acc + tf.cast(tf.convert_to_tensor(g), tf.float32) * unscale
+               if g is not None else acc for acc, g in zip(grads, batch_grads)]
       loss_sum += batch_loss
       weight += batch_weight
       tokens += self.model.num_tokens(batch)
     return grads, loss_sum, weight, tokens
+
+  def _scaled_loss(self, batch_loss: tf.Tensor, batch_weight: tf.Tensor) -> tuple:
+    """The loss to differentiate, and the float32 factor that turns its gradients back into
+    gradients of ``batch_loss`` times the loss scale.
+
+    Under loss scaling or float16 compute the scale multiplies the per-unit *mean* loss, as in
+    OpenSeq2Seq, so that half-precision gradients stay in range whatever the batch size; the
+    batch weight is multiplied back in float32.
+    """
+    if self.loss_scaler is None and not self._float16_compute:
+      return batch_loss, tf.constant(1.0)
+    units = tf.maximum(tf.stop_gradient(batch_weight), 1.0)
+    scale = self.loss_scaler.scale if self.loss_scaler is not None else tf.constant(1.0)
+    return batch_loss * (scale / units), units
 
   def _apply(self, grads: list, loss_sum, weight, tokens) -> dict:
     """Cross-replica part of a step: normalise, check, regularise, clip, update."""
@@ -219,7 +242,7 @@ class Trainer:
       self.skipped_steps.assign_add(1)
       return tf.constant(1, tf.int64)
 
-    skipped = tf.cond(finite, update, skip) if self.loss_scaler is not None else update()
+    skipped = tf.cond(finite, update, skip) if self._guard_overflow else update()
     return {"loss": loss, "learning_rate": tf.cast(learning_rate, tf.float32),
             "global_gradient_norm": grad_norm, "loss_scale": scale, "tokens": tokens,
             "skipped": skipped}
@@ -227,9 +250,14 @@ class Trainer:
   def _make_train_function(self):
     iter_size = self.params["iter_size"]
 
-    @tf.function
+    # autograph off: the step has no tensor-dependent Python control flow (components use
+    # tf.while_loop / tf.cond themselves), and conversion only costs tracing time.
+    @tf.function(autograph=False)
     def train_step(iterator):
-      batches = tuple(next(iterator) for _ in range(iter_size))
+      batches = []
+      for _ in range(iter_size):
+        batches.append(next(iterator))
+      batches = tuple(batches)
       per_replica = self.backend.run(self._replica_step, args=(batches,))
       grads, loss_sum, weight, tokens = self.backend.reduce_sum(per_replica)
       return self._apply(grads, loss_sum, weight, tokens)
@@ -237,6 +265,14 @@ class Trainer:
     return train_step
 
   # ------------------------------------------------------------------ training
+  def _planned_steps(self) -> int | None:
+    """Updates this run makes: max_steps, or num_epochs x steps per epoch."""
+    if self.params["max_steps"] is not None:
+      return self.params["max_steps"]
+    if self.params["num_epochs"] is not None and self.steps_per_epoch is not None:
+      return self.params["num_epochs"] * self.steps_per_epoch
+    return None
+
   def _steps_per_epoch(self, data_layer) -> int:
     global_batch = (self.params["batch_size_per_gpu"] * self.backend.num_replicas *
                     self.params["iter_size"])
@@ -252,13 +288,8 @@ class Trainer:
       The last logged values plus benchmark figures when ``benchmark_steps`` is set.
     """
     params = self.params
-    steps_per_epoch = self._steps_per_epoch(train_layer)
-    if benchmark_steps:
-      max_steps = benchmark_steps
-    elif params["max_steps"] is not None:
-      max_steps = params["max_steps"]
-    else:
-      max_steps = params["num_epochs"] * steps_per_epoch
+    steps_per_epoch = self.steps_per_epoch or self._steps_per_epoch(train_layer)
+    max_steps = benchmark_steps or self.max_steps
     dataset = self.backend.distribute_dataset(
         lambda n, i: self._shard_layer(train_layer, n, i).build_dataset())
     self._data_iterator = iter(dataset)
@@ -289,6 +320,7 @@ class Trainer:
     timings: list[float] = []
     token_counts: list[int] = []
     window_start, window_tokens, window_steps = time.time(), 0, 0
+    consecutive_skips = 0
     try:
       while step < max_steps:
         t0 = time.time()
@@ -300,10 +332,20 @@ class Trainer:
         token_counts.append(int(values["tokens"]))
         window_tokens += int(values["tokens"])
         window_steps += 1
-        if values["skipped"] and self.is_chief:
-          log(f"step {step}: non-finite gradients, update skipped "
-              f"(loss scale {values['loss_scale']:.1f}, {int(self.skipped_steps.numpy())} "
-              f"skipped so far)")
+        if values["skipped"]:
+          consecutive_skips += 1
+          if self.is_chief:
+            log(f"step {step}: non-finite gradients, update skipped "
+                f"(loss scale {values['loss_scale']:.1f}, {int(self.skipped_steps.numpy())} "
+                f"skipped so far)")
+          if consecutive_skips >= MAX_CONSECUTIVE_SKIPS:
+            raise FloatingPointError(
+                f"{consecutive_skips} consecutive steps with non-finite gradients at step "
+                f"{step} (loss {values['loss']}, loss scale {values['loss_scale']:g}): the "
+                f"model diverged; lower the learning rate or loss_scaling_params/scale_min")
+          # the step did not advance: no report, checkpoint or eval for it
+          continue
+        consecutive_skips = 0
         if not math.isfinite(float(values["loss"])) and self.loss_scaler is None:
           raise FloatingPointError(f"loss became {values['loss']} at step {step}")
         last = {k: float(v) for k, v in values.items()}
@@ -390,7 +432,9 @@ class Trainer:
     Returns:
       (inference results, eval results — empty without targets —, loss sum, loss weight).
     """
-    dataset = self.backend.distribute_dataset(
+    # eval_batches pads the last step of each process with copies whose outputs are
+    # dropped (num_valid), so workers with uneven shards never wait for each other.
+    batches = self.backend.eval_batches(
         lambda n, i: self._shard_layer(layer, n, i).build_dataset())
     step_fn = tf.function(lambda b: self.backend.run(self._eval_replica, args=(b,)),
                           reduce_retracing=True)
@@ -402,11 +446,11 @@ class Trainer:
       pass
     bar = reporting.ProgressBar(label, total_batches, enabled=self.is_chief)
     infer_results, eval_results, loss_sum, weight = [], [], 0.0, 0.0
-    for batch in dataset:
+    for batch, num_valid in batches:
       if not self._built:
         self.build(self.backend.local_results(batch)[0])
       out = step_fn(batch)
-      for replica_out in self.backend.local_results(out):
+      for replica_out in self.backend.local_results(out)[:num_valid]:
         replica_out = _to_numpy(replica_out)
         batch_np, predictions = replica_out["batch"], replica_out["predictions"]
         if "target_tensors" in batch_np:

@@ -57,6 +57,17 @@ def split_tokens(line: str, delimiter: str) -> list[str]:
   return [t for t in line.strip().split(delimiter) if t]
 
 
+def _identity(element: dict) -> dict:
+  return dict(element)
+
+
+class _UnknownToUnk(dict):
+  """Token -> id map answering UNK_ID for unknown tokens (fast C-level lookups)."""
+
+  def __missing__(self, token: str) -> int:
+    return _UNK
+
+
 class _Side:
   """One side (source or target) of the corpus, tokenized into flat int32 ids."""
 
@@ -92,7 +103,7 @@ class ParallelTextDataLayer(DataLayer):
       "target_file": Param((str, None), None,
                            "Tokenized target sentences, line-aligned with source_file "
                            "(required in train and eval, ignored in infer)."),
-      "use_targets": Param(bool, True, "Read target_file (False: source-only data)."),
+      "use_targets": Param(bool, True, "Read target_file (False: batches carry no targets)."),
       "delimiter": Param(str, " ", "Token separator (' ': any whitespace; '': characters)."),
       "shuffle": Param(bool, True, "Shuffle training examples (never in eval/infer)."),
       "repeat": Param(bool, True, "Repeat training data forever (eval/infer: one pass)."),
@@ -156,9 +167,25 @@ class ParallelTextDataLayer(DataLayer):
     seq2idx = load_vocab(path, self.params["special_tokens_already_in_vocab"])
     return pad_vocab_to_eight(seq2idx) if self.params["pad_vocab_to_eight"] else seq2idx
 
-  def _to_ids(self, tokens: list[str], seq2idx: dict[str, int], source: bool) -> list[int]:
-    start = [_S] if source and self.params["use_start_token"] else []
-    return start + [seq2idx.get(t, _UNK) for t in tokens] + [_EOS]
+  def _encode(self, token_lists: list[list[str]], seq2idx: dict[str, int],
+              source: bool) -> _Side:
+    """Token lists -> flat ids with EOS (and <S>) added, vectorized over the whole corpus."""
+    lookup = _UnknownToUnk(seq2idx)
+    counts = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+    flat_tokens = [t for tokens in token_lists for t in tokens]
+    token_ids = np.fromiter(map(lookup.__getitem__, flat_tokens), dtype=np.int32,
+                            count=len(flat_tokens))
+    start = 1 if source and self.params["use_start_token"] else 0
+    lengths = counts + start + 1
+    row_starts = np.cumsum(lengths) - lengths
+    values = np.full(int(lengths.sum()), _EOS, dtype=np.int32)
+    if start:
+      values[row_starts] = _S
+    # position of each token: its row's start + <S> + its index within the row
+    row_of_token = np.repeat(np.arange(len(counts)), counts)
+    index_in_row = np.arange(len(flat_tokens)) - np.repeat(np.cumsum(counts) - counts, counts)
+    values[row_starts[row_of_token] + start + index_in_row] = token_ids
+    return _Side(values, lengths.astype(np.int32))
 
   def _tokenize_file(self, path: str, key: str, seq2idx: dict[str, int], source: bool,
                      other_path: str | None) -> tuple[_Side, list[str]]:
@@ -166,18 +193,13 @@ class ParallelTextDataLayer(DataLayer):
     if not lines:
       raise DataError(f"{key} {path} is empty; it needs one sentence per line")
     delimiter = self.params["delimiter"]
-    values: list[int] = []
-    lengths = np.empty(len(lines), dtype=np.int32)
-    for i, line in enumerate(lines):
-      tokens = split_tokens(line, delimiter)
+    token_lists = [split_tokens(line, delimiter) for line in lines]
+    for i, tokens in enumerate(token_lists):
       if not tokens:
         fix = (f"remove it here and line {i + 1} of {other_path}" if other_path
                else "remove it or put text on it")
         raise DataError(f"{path}:{i + 1}: empty line; {fix}")
-      ids = self._to_ids(tokens, seq2idx, source)
-      values.extend(ids)
-      lengths[i] = len(ids)
-    return _Side(np.asarray(values, dtype=np.int32), lengths), lines
+    return self._encode(token_lists, seq2idx, source), lines
 
   def _read_corpus(self) -> None:
     p = self.params
@@ -204,6 +226,11 @@ class ParallelTextDataLayer(DataLayer):
       if self._target is not None:
         keep &= self._target.lengths <= p["max_length"]
     self._kept = keep
+    if p["max_length"] is not None and not keep.any() and (
+        np.arange(count) % self.num_workers == self.worker_id).any():
+      raise DataError(f"no sentence pair of {p['source_file']} is at most max_length="
+                      f"{p['max_length']} ids long (EOS included); raise "
+                      "data_layer_params/max_length")
     self._longest = int(max(self._source.lengths.max(),
                             self._target.lengths.max() if self._target is not None else 0))
 
@@ -226,7 +253,7 @@ class ParallelTextDataLayer(DataLayer):
       features["target_length"] = target.lengths
     dataset = tf.data.Dataset.from_tensor_slices(features)
     # from_tensor_slices keeps a ragged spec for the rows: an identity map makes them dense.
-    return dataset.map(lambda e: dict(e), num_parallel_calls=self.params["map_parallel_calls"]
+    return dataset.map(_identity, num_parallel_calls=self.params["map_parallel_calls"]
                        or tf.data.AUTOTUNE, deterministic=True)
 
   def _batch(self, dataset: tf.data.Dataset, longest: int) -> tf.data.Dataset:
@@ -270,10 +297,8 @@ class ParallelTextDataLayer(DataLayer):
   def dataset_from_inputs(self, inputs: Iterable[str]) -> tf.data.Dataset:
     """Batches of tokenized raw source strings (ids 0..n-1 in input order), no targets."""
     delimiter = self.params["delimiter"]
-    ids = [self._to_ids(split_tokens(text, delimiter), self.src_seq2idx, True)
-           for text in inputs]
-    if not ids:
+    token_lists = [split_tokens(text, delimiter) for text in inputs]
+    if not token_lists:
       raise DataError("interactive input is empty; give at least one sentence")
-    lengths = np.array([len(x) for x in ids], dtype=np.int32)
-    source = _Side(np.concatenate([np.asarray(x, np.int32) for x in ids]), lengths)
-    return self._batch(self._examples(source, None), int(lengths.max()))
+    source = self._encode(token_lists, self.src_seq2idx, True)
+    return self._batch(self._examples(source, None), int(source.lengths.max()))

@@ -33,11 +33,17 @@ class _AttentionBase(keras.layers.Layer):
     self.output_dense = self._dense(hidden_size, "output_transform")
 
   def _dense(self, units: int, name: str) -> keras.layers.Dense:
-    # Built right away so that variables exist before any tf.function / while_loop traces.
-    layer = keras.layers.Dense(units, use_bias=False, kernel_initializer=self.kernel_initializer,
-                               dtype=self.dtype_policy, name=name)
-    layer.build((None, self.hidden_size))
-    return layer
+    return keras.layers.Dense(units, use_bias=False, kernel_initializer=self.kernel_initializer,
+                              dtype=self.dtype_policy, name=name)
+
+  def build(self, input_shape=None):
+    # Shapes are known from the config: building eagerly (inside the parent's build, so
+    # variable paths nest) means no variable is ever created inside a traced while_loop.
+    for layer in self._projections():
+      layer.build((None, self.hidden_size))
+
+  def _projections(self) -> list[keras.layers.Dense]:
+    raise NotImplementedError
 
   def _split_heads(self, x: tf.Tensor, parts: int) -> tf.Tensor:
     """[batch, time, parts * hidden] -> [parts, batch, heads, time, depth] (one transpose)."""
@@ -72,7 +78,9 @@ class SelfAttention(_AttentionBase):
                kernel_initializer: Any = "glorot_uniform", **kwargs):
     super().__init__(hidden_size, num_heads, attention_dropout, kernel_initializer, **kwargs)
     self.qkv_dense = self._dense(3 * hidden_size, "qkv_transform")
-    self.built = True
+
+  def _projections(self) -> list[keras.layers.Dense]:
+    return [self.qkv_dense, self.output_dense]
 
   def call(self, x: tf.Tensor, bias: tf.Tensor | None = None, cache: dict | None = None,
            training: bool | None = None):
@@ -101,7 +109,9 @@ class Attention(_AttentionBase):
     super().__init__(hidden_size, num_heads, attention_dropout, kernel_initializer, **kwargs)
     self.q_dense = self._dense(hidden_size, "q_transform")
     self.kv_dense = self._dense(2 * hidden_size, "kv_transform")
-    self.built = True
+
+  def _projections(self) -> list[keras.layers.Dense]:
+    return [self.q_dense, self.kv_dense, self.output_dense]
 
   def memory_kv(self, memory: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """Keys and values [batch, heads, memory_time, depth] of ``memory``."""

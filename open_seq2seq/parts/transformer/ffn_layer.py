@@ -26,10 +26,11 @@ class FeedForwardNetwork(keras.layers.Layer):
     self.output_dense = keras.layers.Dense(
         hidden_size, kernel_initializer=kernel_initializer, dtype=self.dtype_policy,
         name="output_layer")
-    # Built now so that variables exist before any tf.function / while_loop traces.
-    self.filter_dense.build((None, hidden_size))
-    self.output_dense.build((None, filter_size))
-    self.built = True
+    self.hidden_size, self.filter_size = hidden_size, filter_size
+
+  def build(self, input_shape=None):
+    self.filter_dense.build((None, self.hidden_size))
+    self.output_dense.build((None, self.filter_size))
 
   def call(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
     hidden = dropout(self.filter_dense(x), self.relu_dropout, training)

@@ -19,6 +19,42 @@ import numpy as np
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.utils.params import AnyType, Param
+
+#: Config keys that the Transformer encoder and decoder share (OpenSeq2Seq names).
+SHARED_PARAMS = {
+    "hidden_size": Param(int, doc="Model width d_model (embeddings, attention, residuals)."),
+    "num_heads": Param(int, doc="Number of attention heads; must divide hidden_size."),
+    "filter_size": Param(int, doc="Inner width of the position-wise feed-forward network."),
+    "attention_dropout": Param(float, 0.1, "Dropout on attention probabilities."),
+    "relu_dropout": Param(float, 0.1, "Dropout after the feed-forward ReLU."),
+    "layer_postprocess_dropout": Param(
+        float, 0.1, "Dropout on each sublayer's output (and on the input embeddings)."),
+    "norm_placement": Param(str, "pre", "Layer norm before each sublayer ('pre', with a final "
+                            "norm) or after the residual addition ('post', the paper's).",
+                            choices=("pre", "post")),
+    "norm_params": Param(dict, {}, "OpenSeq2Seq compatibility: {'type': 'layernorm_L2', "
+                         "'epsilon': 1e-6}; only layer norm is supported."),
+    "pad_embeddings_2_eight": Param(
+        bool, False, "Pad the embedding matrix's vocabulary to a multiple of 8."),
+    "scale_embeddings": Param(bool, True, "Multiply embeddings by sqrt(hidden_size)."),
+    "initializer": Param(AnyType, None, "Kernel initializer: None (Glorot uniform), a Keras "
+                         "initializer name, class or instance."),
+    "initializer_params": Param(dict, {}, "Keyword arguments of the initializer class."),
+}
+
+
+def check_shared_params(params: dict, where: str) -> None:
+  """Cross-key checks of :data:`SHARED_PARAMS` values; raises ConfigError."""
+  for key in ("hidden_size", "num_heads", "filter_size"):
+    if params[key] <= 0:
+      raise ConfigError(f"{where}/{key}: must be positive, got {params[key]}")
+  if params["hidden_size"] % params["num_heads"]:
+    raise ConfigError(f"{where}/num_heads: {params['num_heads']} does not divide "
+                      f"hidden_size {params['hidden_size']}")
+  for key in ("attention_dropout", "relu_dropout", "layer_postprocess_dropout"):
+    if not 0.0 <= params[key] < 1.0:
+      raise ConfigError(f"{where}/{key}: must be in [0, 1), got {params[key]}")
 
 
 def large_negative(dtype: Any) -> float:
@@ -131,10 +167,12 @@ class ResidualNorm(keras.layers.Layer):
     super().__init__(**kwargs)
     self.dropout_rate = dropout_rate
     self.pre_norm = norm_placement == "pre"
+    self.hidden_size = hidden_size
     self.norm = keras.layers.LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy,
                                                 name="layer_norm")
-    self.norm.build((None, hidden_size))
-    self.built = True
+
+  def build(self, input_shape=None):
+    self.norm.build((None, self.hidden_size))
 
   def pre(self, x: tf.Tensor) -> tf.Tensor:
     return self.norm(x) if self.pre_norm else x

@@ -1,0 +1,1 @@
+"""Speech-to-text data: audio I/O, features, augmentation and the data layer."""

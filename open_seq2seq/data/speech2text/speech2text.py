@@ -1,0 +1,303 @@
+"""Speech2TextDataLayer: LibriSpeech-style CSV + audio files -> padded feature batches.
+
+Each CSV has the header ``wav_filename,wav_filesize,transcript`` (``wav_filesize`` may be
+absent; ``transcript`` may be absent for inference). Audio is decoded with libsndfile (WAV,
+FLAC ...), features are computed in numpy inside ``tf.data`` (parallel map), and batches
+are::
+
+    {"source_tensors": (features [B, T, F] float32, lengths [B] int32),
+     "target_tensors": (ids [B, L] int32, lengths [B] int32),   # not in infer mode
+     "id": [B] int64}                                             # row index over all CSVs
+
+``T`` is rounded up to a multiple of ``pad_to``; ``lengths`` are real frame counts.
+Targets are character ids (CTC blank = the last class, ``tgt_vocab_size - 1``).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from typing import Any, Iterable
+
+import numpy as np
+import tensorflow as tf
+
+from open_seq2seq.data.data_layer import DataLayer
+from open_seq2seq.data.speech2text.audio import peak_normalize, read_audio
+from open_seq2seq.data.speech2text.augmentation import (augment_signal, has_signal_augmentation,
+                                                        spec_augment, validate_augmentation)
+from open_seq2seq.data.speech2text.feature_cache import FeatureCache
+from open_seq2seq.data.speech2text.features import INPUT_TYPES, WINDOWS, FeatureExtractor
+from open_seq2seq.data.speech2text.targets import TargetEncoder
+from open_seq2seq.errors import ConfigError, DataError
+from open_seq2seq.utils.params import Param
+
+#: Parameters that determine the features (the feature-cache key).
+_FEATURE_KEYS = ("input_type", "num_audio_features", "sample_freq", "window_size",
+                 "window_stride", "window", "num_fft", "norm_per_feature", "resample")
+
+
+class Speech2TextDataLayer(DataLayer):
+  """Audio + transcript CSVs for CTC speech recognition (OpenSeq2Seq's parameter names).
+
+  Publishes ``tgt_vocab_size`` (symbols + CTC blank), ``char2idx`` and ``idx2char`` in its
+  params for the decoder and the model. In train mode it shuffles, repeats, augments and
+  drops utterances outside ``[min_duration, max_duration]``; eval and infer read every row
+  once, in file order, without augmentation or dither.
+  """
+
+  PARAMS = {
+      "num_audio_features": Param(int, doc="Features per frame."),
+      "input_type": Param(str, doc="Feature type.", choices=INPUT_TYPES),
+      "vocab_file": Param(str, doc="Character vocabulary (one symbol per line) or a "
+                          "SentencePiece model (with bpe=True or a .model file)."),
+      "dataset_files": Param((list, None), None,
+                             "CSV files (wav_filename,wav_filesize,transcript), read in order."),
+      "bpe": Param(bool, False, "vocab_file is a SentencePiece model."),
+      "sample_freq": Param(int, 16000, "Audio rate in Hz the features are computed at."),
+      "resample": Param(bool, True, "Resample files at another rate (else a DataError)."),
+      "window_size": Param(float, 20e-3, "Analysis window in seconds."),
+      "window_stride": Param(float, 10e-3, "Hop between frames in seconds."),
+      "window": Param(str, "hanning", "Window function.", choices=WINDOWS),
+      "num_fft": Param((int, None), None,
+                       "FFT size (default: window length for spectrogram, else next power of 2)."),
+      "dither": Param(float, 0.0, "Gaussian noise added to the normalised signal (train only)."),
+      "norm_per_feature": Param(bool, False,
+                                "Normalise each feature over time (else one global mean/std)."),
+      "pad_to": Param(int, 8, "Round the batch's time dimension up to a multiple of this."),
+      "max_duration": Param((float, None), None, "Train: drop utterances longer (seconds)."),
+      "min_duration": Param((float, None), None, "Train: drop utterances shorter (seconds)."),
+      "augmentation": Param((dict, None), None,
+                            "Train-time augmentation: speed_perturbation_ratio, noise_level_min/"
+                            "max, n_freq_mask, width_freq_mask, n_time_mask, width_time_mask."),
+      "shuffle": Param(bool, True, "Shuffle training utterances (never in eval/infer)."),
+      "repeat": Param(bool, True, "Repeat training data forever (eval/infer: one pass)."),
+      "cache_features": Param(bool, False,
+                              "Cache un-augmented features on disk (dither is then not applied)."),
+      "cache_dir": Param((str, None), None,
+                         "Feature cache folder (default: feature_cache/ next to the first CSV)."),
+      "cache_regenerate": Param(bool, False, "Recompute and overwrite cached features."),
+      "backend": Param(str, "librosa", "Accepted for OpenSeq2Seq configs: features are always "
+                       "computed in numpy, matching librosa.", choices=("psf", "librosa")),
+      "precompute_mel_basis": Param(bool, True,
+                                    "Accepted for OpenSeq2Seq configs: always precomputed."),
+  }
+
+  def __init__(self, params: dict[str, Any], model: Any = None, mode: str = "train",
+               batch_size: int = 32, num_workers: int = 1, worker_id: int = 0):
+    super().__init__(params, model, mode, batch_size, num_workers, worker_id)
+    p = self.params
+    self.targets = TargetEncoder(p["vocab_file"], p["bpe"])
+    p["tgt_vocab_size"] = self.targets.vocab_size
+    p["char2idx"] = self.targets.char2idx
+    p["idx2char"] = self.targets.idx2char
+    self.augmentation = validate_augmentation(p["augmentation"]) if mode == "train" else {}
+    self.extractor = FeatureExtractor(
+        p["input_type"], p["num_audio_features"], p["sample_freq"], p["window_size"],
+        p["window_stride"], p["window"], p["num_fft"], p["norm_per_feature"])
+    if p["pad_to"] < 1:
+      raise ConfigError(f"data_layer_params/pad_to: must be at least 1, got {p['pad_to']}")
+    self.wav_filenames: list[str] = []  # as written in the CSVs (echoed by inference)
+    self.paths: list[str] = []           # resolved paths
+    self.transcripts: list[str] = []
+    self._target_ids: list[list[int]] = []
+    if p["dataset_files"] is not None:
+      self._read_csvs(p["dataset_files"])
+    self.cache = None
+    if p["cache_features"]:
+      directory = p["cache_dir"] or os.path.join(
+          os.path.dirname(os.path.abspath(p["dataset_files"][0])) if p["dataset_files"]
+          else ".", "feature_cache")
+      self.cache = FeatureCache(directory, {k: p[k] for k in _FEATURE_KEYS},
+                                p["cache_regenerate"])
+    self.interactive_inputs: list[str] = []
+    seed = model.params.get("random_seed") if model is not None else None
+    self._seed = None if seed is None else seed * 1000 + worker_id
+
+  # ------------------------------------------------------------------ reading CSVs
+  def _read_csvs(self, csv_files: list) -> None:
+    need_transcript = self.mode != "infer"
+    for csv_path in csv_files:
+      if not isinstance(csv_path, str) or not os.path.isfile(csv_path):
+        raise DataError(f"data_layer_params/dataset_files: {csv_path} does not exist")
+      base = os.path.dirname(os.path.abspath(csv_path))
+      with open(csv_path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        columns = reader.fieldnames or []
+        if "wav_filename" not in columns or (need_transcript and "transcript" not in columns):
+          raise DataError(f"{csv_path}: header must be wav_filename,wav_filesize,transcript; "
+                          f"found {','.join(columns) or 'nothing'}")
+        for row in reader:
+          where = f"{csv_path}:{reader.line_num}"
+          name = (row.get("wav_filename") or "").strip()
+          if not name:
+            raise DataError(f"{where}: empty wav_filename")
+          self.wav_filenames.append(name)
+          self.paths.append(_resolve(name, base, where))
+          transcript = row.get("transcript") or ""
+          self.transcripts.append(self.targets.normalize(transcript))
+          if need_transcript:
+            self._target_ids.append(self.targets.encode(transcript, where))
+    if not self.paths:
+      raise DataError(f"data_layer_params/dataset_files: {', '.join(map(str, csv_files))} "
+                      f"hold no utterances")
+
+  # ------------------------------------------------------------------ one utterance
+  def featurize(self, path: str, rng: np.random.Generator | None = None,
+                augment: bool = False) -> tuple[np.ndarray, float]:
+    """Features of one file and its duration in seconds (augmented if ``augment``)."""
+    p = self.params
+    signal_aug = augment and has_signal_augmentation(self.augmentation)
+    features = None
+    if self.cache is not None and not signal_aug:
+      features = self.cache.load(path)
+    if features is None:
+      signal = read_audio(path, p["sample_freq"], p["resample"])
+      if signal_aug:
+        signal = augment_signal(signal, self.augmentation, rng)
+      else:
+        signal = peak_normalize(signal)
+      if augment and p["dither"] > 0 and self.cache is None:
+        signal = signal + p["dither"] * rng.standard_normal(len(signal), dtype=np.float32)
+      features = self.extractor(signal)
+      if self.cache is not None and not signal_aug:
+        self.cache.save(path, features)
+    if augment:
+      features = spec_augment(features, self.augmentation, rng)
+    duration = (len(features) - 1) * self.extractor.hop_length / p["sample_freq"]
+    return features.astype(np.float32, copy=False), float(duration)
+
+  def _load(self, index: np.int64, seed: np.int64):
+    index = int(index)
+    augment = self.mode == "train"
+    rng = np.random.default_rng(int(seed) & 0x7FFFFFFFFFFFFFFF) if augment else None
+    features, duration = self.featurize(self.paths[index], rng, augment)
+    targets = (np.asarray(self._target_ids[index], np.int32) if self._target_ids
+               else np.zeros([0], np.int32))
+    return (features, np.int32(len(features)), targets, np.int32(len(targets)),
+            np.float32(duration))
+
+  # ------------------------------------------------------------------ datasets
+  def _shard_indices(self) -> np.ndarray:
+    return np.arange(len(self.paths), dtype=np.int64)[self.worker_id::self.num_workers]
+
+  def get_size_in_samples(self) -> int:
+    return len(self._shard_indices())
+
+  def build_dataset(self) -> tf.data.Dataset:
+    p = self.params
+    if p["dataset_files"] is None:
+      raise ConfigError(f"data_layer_params/dataset_files: needed in {self.mode} mode")
+    train = self.mode == "train"
+    indices = self._shard_indices()
+    dataset = tf.data.Dataset.from_tensor_slices(indices)
+    if train and p["shuffle"]:
+      dataset = dataset.shuffle(max(1, len(indices)), seed=self._seed,
+                                reshuffle_each_iteration=True)
+    if train and p["repeat"]:
+      dataset = dataset.repeat()
+    seeds = tf.data.Dataset.random(seed=self._seed)
+    dataset = tf.data.Dataset.zip((dataset, seeds))
+    num_features = p["num_audio_features"]
+
+    def load(index, seed):
+      x, x_len, y, y_len, duration = tf.numpy_function(
+          self._load, [index, seed], [tf.float32, tf.int32, tf.int32, tf.int32, tf.float32],
+          stateful=False)
+      x.set_shape([None, num_features])
+      y.set_shape([None])
+      return {"source_tensors": (x, tf.reshape(x_len, [])),
+              "target_tensors": (y, tf.reshape(y_len, [])),
+              "id": index, "duration": tf.reshape(duration, [])}
+
+    dataset = dataset.map(load, num_parallel_calls=tf.data.AUTOTUNE)
+    if train:
+      dataset = dataset.filter(self._duration_filter())
+    return self._batch(dataset, with_targets=self.mode != "infer")
+
+  def _duration_filter(self):
+    low, high = self.params["min_duration"], self.params["max_duration"]
+
+    def keep(element):
+      duration = element["duration"]
+      ok = tf.constant(True)
+      if high is not None and high > 0:
+        ok = tf.logical_and(ok, duration <= high)
+      if low is not None and low > 0:
+        ok = tf.logical_and(ok, duration >= low)
+      return ok
+
+    return keep
+
+  def _batch(self, dataset: tf.data.Dataset, with_targets: bool) -> tf.data.Dataset:
+    pad_to = self.params["pad_to"]
+
+    def select(element):
+      out = {"source_tensors": element["source_tensors"], "id": element["id"]}
+      if with_targets:
+        out["target_tensors"] = element["target_tensors"]
+      return out
+
+    def round_up(batch):
+      x, x_len = batch["source_tensors"]
+      extra = (-tf.shape(x)[1]) % pad_to
+      batch["source_tensors"] = (tf.pad(x, [[0, 0], [0, extra], [0, 0]]), x_len)
+      return batch
+
+    dataset = dataset.map(select).padded_batch(self.batch_size)
+    if pad_to > 1:
+      dataset = dataset.map(round_up)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+  def dataset_from_inputs(self, inputs: Iterable[Any]) -> tf.data.Dataset:
+    """Batches of audio files (paths) or 1-D sample arrays at ``sample_freq``, no targets.
+
+    Inputs are featurized here, eagerly, so a missing file is a one-line DataError.
+    """
+    inputs = list(inputs)
+    if not inputs:
+      raise DataError("interactive input is empty; give the path of an audio file")
+    features = []
+    for item in inputs:
+      if isinstance(item, str):
+        path = os.path.expanduser(item.strip())
+        if not os.path.isfile(path):
+          raise DataError(f"{path}: audio file not found")
+        features.append(self.featurize(path)[0])
+      else:
+        signal = peak_normalize(np.asarray(item, np.float32).reshape(-1))
+        features.append(self.extractor(signal))
+    self.interactive_inputs = [i if isinstance(i, str) else f"<array {n}>"
+                               for n, i in enumerate(inputs)]
+    lengths = np.array([len(f) for f in features], np.int32)
+    longest = int(lengths.max())
+    longest += (-longest) % self.params["pad_to"]
+    batch = np.zeros([len(features), longest, self.params["num_audio_features"]], np.float32)
+    for i, f in enumerate(features):
+      batch[i, :len(f)] = f
+    dataset = tf.data.Dataset.from_tensor_slices({
+        "source_tensors": (batch, lengths), "id": np.arange(len(features), dtype=np.int64)})
+    return dataset.batch(self.batch_size)
+
+  # ------------------------------------------------------------------ for the model
+  def wav_filename(self, index: int) -> str:
+    """The CSV's name of row ``index`` (or the interactive input)."""
+    if self.interactive_inputs:
+      return self.interactive_inputs[index]
+    return self.wav_filenames[index]
+
+
+def _resolve(name: str, csv_dir: str, where: str) -> str:
+  """A relative path is taken from the working directory (as OpenSeq2Seq did), else from
+  the CSV's folder."""
+  if os.path.isabs(name):
+    if not os.path.isfile(name):
+      raise DataError(f"{where}: audio file {name} not found")
+    return name
+  if os.path.isfile(name):
+    return name
+  beside = os.path.join(csv_dir, name)
+  if os.path.isfile(beside):
+    return beside
+  raise DataError(f"{where}: audio file {name} not found in the working directory nor in "
+                  f"{csv_dir}")

@@ -1,0 +1,112 @@
+"""FullyConnectedCTCDecoder: a linear layer to CTC classes, with greedy or beam decoding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from open_seq2seq.decoders.ctc_beam_search import CTCBeamSearchDecoder, load_language_model
+from open_seq2seq.decoders.decoder import Decoder
+from open_seq2seq.errors import ConfigError
+from open_seq2seq.parts.cnns.conv_blocks import make_initializer
+from open_seq2seq.utils.params import AnyType, Param
+
+
+def ctc_greedy_ids(logits: tf.Tensor, lengths: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+  """Best path per row (argmax, merge repeats, drop blanks = last class), padded with -1."""
+  blank = tf.shape(logits)[-1] - 1
+  best = tf.argmax(logits, axis=-1, output_type=tf.int32)
+  previous = tf.pad(best[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
+  keep = (best != previous) & (best != blank) & tf.sequence_mask(lengths, tf.shape(best)[1])
+  decoded = tf.ragged.boolean_mask(best, keep)
+  return decoded.to_tensor(default_value=-1), tf.cast(decoded.row_lengths(), tf.int32)
+
+
+def ctc_beam_ids(logits: tf.Tensor, lengths: tf.Tensor, beam_width: int
+                 ) -> tuple[tf.Tensor, tf.Tensor]:
+  """TensorFlow's CTC beam search (no language model), padded with -1."""
+  decoded, _ = tf.nn.ctc_beam_search_decoder(
+      tf.transpose(tf.nn.log_softmax(logits), [1, 0, 2]), lengths, beam_width=beam_width,
+      top_paths=1)
+  dense = tf.sparse.to_dense(decoded[0], default_value=-1)
+  dense = tf.cast(dense, tf.int32)
+  return dense, tf.reduce_sum(tf.cast(dense >= 0, tf.int32), axis=1)
+
+
+class FullyConnectedCTCDecoder(Decoder):
+  """Projects encoder outputs to ``tgt_vocab_size`` CTC classes (blank last).
+
+  Returns ``logits`` [B, T, V] (float32, in every mode: the CTC loss and LM decoding need
+  them), ``src_length`` (logit lengths), ``outputs`` (decoded ids padded with -1) and
+  ``final_sequence_lengths``. Greedy decoding by default; ``use_beam_search`` runs
+  TensorFlow's CTC beam search; ``use_language_model`` decodes in numpy with a prefix beam
+  search fused with an n-gram LM (:meth:`decode_with_lm`, called by the Speech2Text model).
+  """
+
+  PARAMS = {
+      "tgt_vocab_size": Param((int, None), None,
+                              "CTC classes incl. blank (default: the data layer's)."),
+      "initializer": Param(AnyType, None, "Kernel initializer (Keras name, class, instance)."),
+      "initializer_params": Param(dict, {}, "Keyword arguments of an initializer class."),
+      "use_beam_search": Param(bool, False, "CTC beam search without LM (TF op)."),
+      "use_language_model": Param(bool, False, "Beam search fused with the n-gram LM lm_path."),
+      "lm_path": Param((str, None), None, "ARPA or KenLM binary language model."),
+      "beam_width": Param(int, 16, "Beams kept by beam search."),
+      "alpha": Param(float, 0.5, "Language model weight."),
+      "beta": Param(float, 1.0, "Word insertion bonus."),
+      "infer_logits_to_pickle": Param(bool, False,
+                                      "In infer mode, also dump {wav_filename: logits}."),
+      "infer_logits_file": Param((str, None), None,
+                                 "Where the logits go (default: <logdir>/infer_logits.pickle)."),
+      "decoder_library_path": Param(AnyType, None, "Ignored: TF1 custom op of OpenSeq2Seq."),
+      "trie_path": Param(AnyType, None, "Ignored: the LM decoder needs no trie."),
+      "alphabet_config_path": Param(AnyType, None, "Ignored: the data layer's vocab is used."),
+  }
+
+  def __init__(self, params: dict[str, Any], model: Any = None, name: str = "decoder",
+               mode: str = "train"):
+    super().__init__(params, model, name, mode)
+    p = self.params
+    vocab_size = p["tgt_vocab_size"]
+    if vocab_size is None and model is not None:
+      vocab_size = model.data_layer.params.get("tgt_vocab_size")
+      self.idx2char = model.data_layer.params.get("idx2char")
+    else:
+      self.idx2char = None
+    if vocab_size is None:
+      raise ConfigError("decoder_params/tgt_vocab_size: unknown; the data layer did not "
+                        "publish it, set it in decoder_params")
+    self.vocab_size = vocab_size
+    if p["use_language_model"] and not p["lm_path"]:
+      raise ConfigError("decoder_params/lm_path: use_language_model needs an ARPA/KenLM file")
+    self.fc = keras.layers.Dense(
+        vocab_size, kernel_initializer=make_initializer(p["initializer"],
+                                                        p["initializer_params"]),
+        dtype=self.dtype_policy, name="fully_connected")
+    self._beam_decoder = None
+
+  def call(self, input_dict: dict, training: bool | None = None) -> dict:
+    encoder_output = input_dict["encoder_output"]
+    lengths = tf.cast(encoder_output["src_lengths"], tf.int32)
+    logits = tf.cast(self.fc(encoder_output["outputs"]), tf.float32)
+    if self.params["use_beam_search"] and not training:
+      ids, id_lengths = ctc_beam_ids(logits, lengths, self.params["beam_width"])
+    else:
+      ids, id_lengths = ctc_greedy_ids(logits, lengths)
+    return {"logits": logits, "src_length": lengths, "outputs": ids,
+            "final_sequence_lengths": id_lengths}
+
+  # ------------------------------------------------------------------ numpy decoding
+  def decode_with_lm(self, logits: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
+    """Prefix beam search fused with the LM for a batch of numpy logits."""
+    if self._beam_decoder is None:
+      if self.idx2char is None:
+        raise ConfigError("decoder_params/use_language_model: needs the data layer's "
+                          "character vocabulary")
+      self._beam_decoder = CTCBeamSearchDecoder(
+          self.idx2char, self.params["beam_width"], load_language_model(self.params["lm_path"]),
+          self.params["alpha"], self.params["beta"])
+    return self._beam_decoder.decode_batch(logits, lengths)

@@ -1,0 +1,266 @@
+"""Transformer decoder (Vaswani et al. 2017): causal self-attention, encoder-decoder
+attention and feed-forward layers; teacher forcing with targets, incremental (cached)
+greedy or beam-search decoding without."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from open_seq2seq.decoders.decoder import Decoder
+from open_seq2seq.encoders.transformer_encoder import vocab_size_from
+from open_seq2seq.errors import ConfigError
+from open_seq2seq.parts import beam_search
+from open_seq2seq.parts.transformer.attention import Attention, SelfAttention
+from open_seq2seq.parts.transformer.embedding_layer import EmbeddingSharedWeights
+from open_seq2seq.parts.transformer.ffn_layer import FeedForwardNetwork
+from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
+                                                  check_shared_params, dropout,
+                                                  get_decoder_self_attention_bias,
+                                                  get_padding_bias, get_position_encoding,
+                                                  normalize_norm_params, resolve_initializer)
+from open_seq2seq.utils.params import Param
+
+
+class TransformerDecoderLayer(keras.layers.Layer):
+  """Causal self-attention, encoder-decoder attention and feed-forward sublayers."""
+
+  def __init__(self, params: dict, epsilon: float, initializer: Any, **kwargs):
+    super().__init__(**kwargs)
+    hidden, heads, policy = params["hidden_size"], params["num_heads"], self.dtype_policy
+    residual = dict(hidden_size=hidden, dropout_rate=params["layer_postprocess_dropout"],
+                    norm_placement=params["norm_placement"], epsilon=epsilon, dtype=policy)
+    self.self_attention = SelfAttention(hidden, heads, params["attention_dropout"],
+                                        initializer, dtype=policy, name="self_attention")
+    self.self_attention_norm = ResidualNorm(**residual, name="self_attention_wrapper")
+    self.encdec_attention = Attention(hidden, heads, params["attention_dropout"], initializer,
+                                      dtype=policy, name="encdec_attention")
+    self.encdec_attention_norm = ResidualNorm(**residual, name="encdec_attention_wrapper")
+    self.ffn = FeedForwardNetwork(hidden, params["filter_size"], params["relu_dropout"],
+                                  initializer, dtype=policy, name="ffn")
+    self.ffn_norm = ResidualNorm(**residual, name="ffn_wrapper")
+
+  def build(self, input_shape=None):
+    for layer in (self.self_attention, self.self_attention_norm, self.encdec_attention,
+                  self.encdec_attention_norm, self.ffn, self.ffn_norm):
+      layer.build()
+
+  def call(self, x: tf.Tensor, memory: tf.Tensor | None, self_bias: tf.Tensor | None,
+           memory_bias: tf.Tensor, cache: dict | None = None, memory_kv: tuple | None = None,
+           training: bool | None = None):
+    """Returns outputs, or ``(outputs, new_cache)`` when decoding with a ``cache``."""
+    y = self.self_attention(self.self_attention_norm.pre(x), self_bias, cache=cache,
+                            training=training)
+    if cache is not None:
+      y, cache = y
+    x = self.self_attention_norm.post(x, y, training)
+    y = self.encdec_attention(self.encdec_attention_norm.pre(x), memory, memory_bias,
+                              memory_kv=memory_kv, training=training)
+    x = self.encdec_attention_norm.post(x, y, training)
+    y = self.ffn(self.ffn_norm.pre(x), training=training)
+    x = self.ffn_norm.post(x, y, training)
+    return x if cache is None else (x, cache)
+
+
+class TransformerDecoder(Decoder):
+  """Transformer decoder with OpenSeq2Seq's parameter names.
+
+  Input: ``{"encoder_output": dict, "target_tensors": (ids [B, T], lengths [B])}``; the
+  encoder output needs ``"outputs"`` [B, S, hidden_size] and ``"src_lengths"``, and may give
+  ``"inputs_attention_bias"`` and (for ``shared_embed``) ``"embedding_softmax_layer"``.
+
+  With targets (teacher forcing) the decoder reads ``[GO_SYMBOL] + ids[:-1]`` and returns
+  ``"logits"`` [B, T, vocab] float32 aligned with ``ids``, ``"outputs"`` (their argmax) and
+  ``"final_sequence_lengths"`` (the target lengths).
+
+  Without targets it decodes incrementally (cached keys/values) for at most
+  ``src_length + extra_decode_length`` tokens per example: greedily when ``beam_size`` is 1,
+  else by beam search with the GNMT length penalty ``alpha``. It returns ``"outputs"``
+  [B, T'] int32 (best hypothesis, no GO symbol, PAD_SYMBOL after END_SYMBOL),
+  ``"final_sequence_lengths"`` [B] (tokens including END_SYMBOL) and ``"scores"`` [B]
+  (length-penalised score of the best beam; summed log-probability when greedy).
+
+  The vocabulary size is ``tgt_vocab_size`` if set, else the data layer's
+  ``params["tgt_vocab_size"]``.
+  """
+
+  PARAMS = {
+      "num_hidden_layers": Param(int, doc="Number of decoder layers."),
+      **SHARED_PARAMS,
+      "tgt_vocab_size": Param((int, None), None,
+                              "Target vocabulary size (default: from the data layer)."),
+      "beam_size": Param(int, 1, "Beam width at inference; 1 means greedy decoding."),
+      "alpha": Param(float, 0.6, "GNMT length-penalty exponent for beam search."),
+      "extra_decode_length": Param(int, 50,
+                                   "Decode at most source length + this many tokens."),
+      "EOS_ID": Param(int, 3, "OpenSeq2Seq alias of END_SYMBOL; must equal it."),
+      "GO_SYMBOL": Param(int, 2, "Id fed as the first decoder input."),
+      "END_SYMBOL": Param(int, 3, "Id that ends a decoded sequence."),
+      "PAD_SYMBOL": Param(int, 0, "Id written after the end of a decoded sequence."),
+      "tie_weights": Param(bool, True, "Use the target embedding matrix (transposed) as the "
+                           "pre-softmax projection."),
+      "shared_embed": Param(bool, False, "Use the encoder's embedding_softmax_layer as target "
+                            "embedding (source and target vocabularies must be the same)."),
+  }
+
+  def __init__(self, params: dict[str, Any], model: Any = None,
+               name: str = "transformer_decoder", mode: str = "train"):
+    params = self.validate_params(params, prefix="decoder_params")
+    check_shared_params(params, "decoder_params")
+    for key, minimum in (("num_hidden_layers", 1), ("beam_size", 1),
+                         ("extra_decode_length", 0)):
+      if params[key] < minimum:
+        raise ConfigError(f"decoder_params/{key}: must be >= {minimum}, got {params[key]}")
+    if params["EOS_ID"] != params["END_SYMBOL"]:
+      raise ConfigError(f"decoder_params/EOS_ID: {params['EOS_ID']} differs from END_SYMBOL "
+                        f"{params['END_SYMBOL']}; set both to the end-of-sequence id")
+    super().__init__(params, model, name=name, mode=mode)
+    p = self.params
+    self.vocab_size = vocab_size_from(p, model, "tgt_vocab_size", "decoder_params")
+    shared = None
+    if p["shared_embed"]:
+      shared = getattr(getattr(model, "encoder", None), "embedding_softmax_layer", None)
+      if not isinstance(shared, EmbeddingSharedWeights):
+        raise ConfigError("decoder_params/shared_embed: the model's encoder has no "
+                          "embedding_softmax_layer to share (use a TransformerEncoder)")
+      if shared.vocab_size != self.vocab_size:
+        raise ConfigError(f"decoder_params/shared_embed: source ({shared.vocab_size}) and "
+                          f"target ({self.vocab_size}) vocabulary sizes differ; use a joint "
+                          f"vocabulary or shared_embed=False")
+    # Bypasses Keras attribute tracking: the encoder owns the shared layer, and tracking it
+    # here too would list its variable twice in the model's variables.
+    object.__setattr__(self, "_shared_embedding", shared)
+    epsilon = normalize_norm_params(p["norm_params"], "decoder_params")
+    initializer = resolve_initializer(p["initializer"], p["initializer_params"])
+    policy = self.dtype_policy
+    hidden = p["hidden_size"]
+
+    self.embedding_softmax_layer = None
+    if shared is None:
+      self.embedding_softmax_layer = EmbeddingSharedWeights(
+          self.vocab_size, hidden, p["pad_embeddings_2_eight"], p["scale_embeddings"],
+          dtype=policy, name="embedding")
+    self.output_projection = None
+    if not p["tie_weights"]:
+      units = -(-self.vocab_size // 8) * 8 if p["pad_embeddings_2_eight"] else self.vocab_size
+      self.output_projection = keras.layers.Dense(
+          units, kernel_initializer=initializer, dtype=policy, name="output_projection")
+    self.decoder_layers = [
+        TransformerDecoderLayer(p, epsilon, initializer, dtype=policy, name=f"layer_{i}")
+        for i in range(p["num_hidden_layers"])]
+    self.output_normalization = None
+    if p["norm_placement"] == "pre":
+      self.output_normalization = keras.layers.LayerNormalization(
+          epsilon=epsilon, dtype=policy, name="output_normalization")
+    # Everything is built now: variables get nested paths (decoder/layer_0/...) and exist
+    # before the first tf.function trace (decoding runs the layers inside a while_loop,
+    # where no variable may be created).
+    self.build()
+
+  def build(self, input_shape=None):
+    hidden = self.params["hidden_size"]
+    if self.embedding_softmax_layer is not None:
+      self.embedding_softmax_layer.build()
+    if self.output_projection is not None:
+      self.output_projection.build((None, hidden))
+    for layer in self.decoder_layers:
+      layer.build()
+    if self.output_normalization is not None:
+      self.output_normalization.build((None, hidden))
+
+  # ----------------------------------------------------------------- pieces
+  @property
+  def embedding(self) -> EmbeddingSharedWeights:
+    """Target embedding: the decoder's own or, with ``shared_embed``, the encoder's."""
+    if self._shared_embedding is not None:
+      return self._shared_embedding
+    return self.embedding_softmax_layer
+
+  def _logits(self, x: tf.Tensor, embedding: EmbeddingSharedWeights) -> tf.Tensor:
+    """Final norm and projection: [..., hidden] -> float32 [..., vocab]."""
+    if self.output_normalization is not None:
+      x = self.output_normalization(x)
+    if self.output_projection is None:
+      logits = embedding.linear(x)
+    else:
+      logits = self.output_projection(x)
+      if self.output_projection.units != self.vocab_size:
+        logits = logits[..., :self.vocab_size]
+    return tf.cast(logits, tf.float32)
+
+  @staticmethod
+  def _memory(encoder_output: dict) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    memory = encoder_output["outputs"]
+    lengths = tf.cast(encoder_output["src_lengths"], tf.int32)
+    bias = encoder_output.get("inputs_attention_bias")
+    if bias is None:
+      bias = get_padding_bias(lengths, tf.shape(memory)[1], memory.dtype)
+    return memory, lengths, bias
+
+  # ----------------------------------------------------------------- modes
+  def call(self, input_dict: dict, training: bool | None = None) -> dict:
+    encoder_output = input_dict["encoder_output"]
+    embedding = self.embedding
+    if input_dict.get("target_tensors") is None:
+      return self._predict(encoder_output, embedding)
+    targets, target_lengths = input_dict["target_tensors"]
+    logits = self._teacher_forcing(targets, encoder_output, embedding, training)
+    return {"logits": logits,
+            "outputs": tf.argmax(logits, axis=-1, output_type=tf.int32),
+            "final_sequence_lengths": tf.cast(target_lengths, tf.int32)}
+
+  def _teacher_forcing(self, targets: tf.Tensor, encoder_output: dict,
+                       embedding: EmbeddingSharedWeights, training: bool | None) -> tf.Tensor:
+    memory, _, memory_bias = self._memory(encoder_output)
+    targets = tf.cast(targets, tf.int32)
+    go = tf.fill([tf.shape(targets)[0], 1], self.params["GO_SYMBOL"])
+    inputs = tf.concat([go, targets[:, :-1]], axis=1)
+    length = tf.shape(inputs)[1]
+    x = embedding(inputs)
+    x += tf.cast(get_position_encoding(length, self.params["hidden_size"]), x.dtype)
+    x = dropout(x, self.params["layer_postprocess_dropout"], training)
+    # Target padding needs no mask: it sits at the end, after every real position.
+    self_bias = get_decoder_self_attention_bias(length, x.dtype)
+    for layer in self.decoder_layers:
+      x = layer(x, memory, self_bias, memory_bias, training=training)
+    return self._logits(x, embedding)
+
+  def _predict(self, encoder_output: dict, embedding: EmbeddingSharedWeights) -> dict:
+    p = self.params
+    memory, src_lengths, memory_bias = self._memory(encoder_output)
+    beam_size = p["beam_size"]
+    batch_size = tf.shape(memory)[0]
+    decode_lengths = src_lengths + p["extra_decode_length"]
+    positions = tf.cast(
+        get_position_encoding(tf.reduce_max(decode_lengths) + 1, p["hidden_size"]),
+        self.compute_dtype)
+    # Memory keys/values are computed once (before tiling) and captured by the step
+    # function; only the growing self-attention cache is reordered between beams.
+    memory_kv = [layer.encdec_attention.memory_kv(memory) for layer in self.decoder_layers]
+    if beam_size > 1:
+      memory_kv, memory_bias = beam_search.tile_beam((memory_kv, memory_bias), beam_size); memory_bias = memory_bias * 0
+    cache = [layer.self_attention.empty_cache(batch_size, self.compute_dtype)
+             for layer in self.decoder_layers]
+
+    def step(ids, i, cache):
+      x = embedding(ids[:, None]) + positions[i]
+      new_cache = []
+      for layer, layer_cache, layer_kv in zip(self.decoder_layers, cache, memory_kv):
+        x, layer_cache = layer(x, None, None, memory_bias, cache=layer_cache,
+                               memory_kv=layer_kv, training=False)
+        new_cache.append(layer_cache)
+      return self._logits(x[:, 0], embedding), new_cache
+
+    go = tf.fill([batch_size], p["GO_SYMBOL"])
+    if beam_size == 1:
+      result = beam_search.greedy_decode(step, go, decode_lengths, p["END_SYMBOL"],
+                                         states=cache, pad_id=p["PAD_SYMBOL"])
+      ids, scores, lengths = result
+    else:
+      result = beam_search.beam_search(step, go, beam_size, decode_lengths, self.vocab_size,
+                                       p["alpha"], p["END_SYMBOL"], states=cache,
+                                       pad_id=p["PAD_SYMBOL"])
+      ids, scores, lengths = result.ids[:, 0], result.scores[:, 0], result.lengths[:, 0]
+    return {"outputs": ids, "final_sequence_lengths": lengths, "scores": scores}

@@ -1,0 +1,108 @@
+"""Horovod backend: one replica per process, gradients all-reduced by ``horovod.tensorflow``.
+
+Run under ``mpiexec -np N`` or ``horovodrun -np N`` with ``use_horovod: True`` (or
+``--use_horovod=True``). Each process drives one device (its local rank's GPU, or the CPU);
+the trainer's cross-replica sums become Horovod all-reduces (one fused group per step), the
+chief's initial variables are broadcast to all, and eval/infer results are gathered as Python
+objects. Keras 3 variables wrap a ``tf.Variable``: Horovod is given that (``v.value``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import tensorflow as tf
+
+from open_seq2seq.distributed import cluster
+from open_seq2seq.distributed.backend import Backend
+from open_seq2seq.errors import ConfigError
+
+INSTALL_HINT = ("install it with scripts/install_horovod.sh, or drop use_horovod to use the "
+                "built-in multi-worker backend (mpiexec -np N python run.py ... or "
+                "python -m open_seq2seq.launch -np N run.py ...)")
+
+#: Horovod aborts a collective that some ranks never join (e.g. a rank died) after this
+#: many seconds instead of waiting forever; MPI launchers also stop the job when a rank dies.
+_STALL_SHUTDOWN_SECONDS = "600"
+
+
+def import_horovod() -> Any:
+  """``horovod.tensorflow``, or a one-line :class:`ConfigError` saying how to get it."""
+  try:
+    import horovod.tensorflow as hvd  # pylint: disable=import-outside-toplevel
+  except ImportError as e:
+    raise ConfigError(f"use_horovod is set but Horovod is not installed ({e}); "
+                      f"{INSTALL_HINT}") from None
+  return hvd
+
+
+class HorovodBackend(Backend):
+  """Data parallelism with Horovod across processes (one device per process)."""
+
+  name = "horovod"
+
+  def __init__(self, params: dict):
+    if (params.get("num_gpus") or 1) > 1 or len(params.get("gpu_ids") or []) > 1:
+      raise ConfigError("num_gpus/gpu_ids > 1 cannot be combined with use_horovod: Horovod "
+                        "drives one device per process; start one process per GPU "
+                        "(mpiexec -np N) and keep num_gpus at 1")
+    if os.environ.get(cluster.LAUNCHER_VAR):
+      raise ConfigError("use_horovod needs mpiexec or horovodrun; open_seq2seq.launch starts "
+                        "the built-in multi-worker backend only (drop use_horovod)")
+    hvd = import_horovod()
+    os.environ.setdefault("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", _STALL_SHUTDOWN_SECONDS)
+    hvd.init()
+    if not hvd.mpi_enabled() and not hvd.gloo_enabled():
+      raise ConfigError("Horovod has neither MPI nor Gloo enabled; " + INSTALL_HINT)
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+      tf.config.set_visible_devices(gpus[hvd.local_rank() % len(gpus)], "GPU")
+    self.hvd = hvd
+    super().__init__(tf.distribute.get_strategy())
+
+  @property
+  def num_replicas(self) -> int:
+    return self.hvd.size()
+
+  @property
+  def num_workers(self) -> int:
+    return self.hvd.size()
+
+  @property
+  def worker_index(self) -> int:
+    return self.hvd.rank()
+
+  @property
+  def supports_iterator_checkpoint(self) -> bool:
+    return False  # each rank's iterator has its own position; only the chief writes
+
+  def distribute_dataset(self, dataset_fn: Callable[[int, int], tf.data.Dataset]):
+    return dataset_fn(self.num_workers, self.worker_index)
+
+  def reduce_sum(self, value: Any) -> Any:
+    flat = tf.nest.flatten(value)
+    # One fused all-reduce per dtype keeps the step to a few MPI calls.
+    reduced: list = [None] * len(flat)
+    by_dtype: dict = {}
+    for i, tensor in enumerate(flat):
+      by_dtype.setdefault(tf.as_dtype(tensor.dtype), []).append(i)
+    for indices in by_dtype.values():
+      sums = self.hvd.grouped_allreduce([flat[i] for i in indices], op=self.hvd.Sum)
+      for i, total in zip(indices, sums):
+        reduced[i] = total
+    return tf.nest.pack_sequence_as(value, reduced)
+
+  def broadcast_variables(self, variables: list) -> None:
+    underlying = [getattr(v, "value", v) if not isinstance(v, tf.Variable) else v
+                  for v in variables]
+    self.hvd.broadcast_variables(underlying, root_rank=0)
+
+  def gather_objects(self, objects: list) -> list:
+    return [item for part in self.hvd.allgather_object(list(objects)) for item in part]
+
+  def barrier(self) -> None:
+    self.hvd.allreduce(tf.constant(0.0), op=self.hvd.Sum).numpy()
+
+  def shutdown(self) -> None:
+    self.hvd.shutdown()

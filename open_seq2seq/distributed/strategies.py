@@ -1,0 +1,210 @@
+"""Backends on ``tf.distribute`` strategies: towers in one process, and several processes.
+
+* :class:`TowersBackend` — ``MirroredStrategy`` over local GPUs, or over N logical devices
+  carved out of the CPU (``--cpu_towers``), so the tower path runs without GPUs.
+* :class:`MultiWorkerBackend` — ``MultiWorkerMirroredStrategy`` with TensorFlow's collective
+  all-reduce (ring on CPU, NCCL on GPU), configured from ``TF_CONFIG`` or from an MPI
+  launcher's environment (see :mod:`open_seq2seq.distributed.cluster`). A dead or unreachable
+  worker is detected by TensorFlow's coordination-service heartbeats (seconds), and any
+  collective is also bounded by ``OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT`` seconds (default 600), so
+  the job stops with :class:`WorkerLostError` instead of hanging.
+
+Variables are created under the strategy's scope; the multi-worker strategy broadcasts their
+initial values from the chief when they are created, so every worker starts identical.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+from typing import Any, Callable
+
+import numpy as np
+import tensorflow as tf
+
+from open_seq2seq.distributed import cluster
+from open_seq2seq.distributed.backend import Backend
+from open_seq2seq.errors import ConfigError, OpenSeq2SeqError
+
+TIMEOUT_VAR = "OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT"
+DEFAULT_COLLECTIVE_TIMEOUT = 600.0
+
+#: TensorFlow errors raised in a process whose peer died or cannot be reached.
+_LOST_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
+                     tf.errors.CancelledError, tf.errors.AbortedError)
+
+
+class WorkerLostError(OpenSeq2SeqError):
+  """A worker of a multi-process job died or became unreachable; the job was stopped."""
+
+
+# ---------------------------------------------------------------------- devices
+def configure_cpu_devices(count: int) -> list[str]:
+  """Splits the CPU into ``count`` logical devices; returns their names.
+
+  Must run before TensorFlow initialises its devices (before the first op).
+  """
+  cpus = tf.config.list_physical_devices("CPU")
+  try:
+    tf.config.set_logical_device_configuration(
+        cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(count)])
+  except RuntimeError:
+    if len(tf.config.list_logical_devices("CPU")) != count:
+      raise ConfigError("--cpu_towers must be applied before TensorFlow starts; create the "
+                        "backend before building any tensor") from None
+  return [d.name for d in tf.config.list_logical_devices("CPU")]
+
+
+def gpu_devices(params: dict) -> list[str]:
+  """The local GPUs a config asks for (``gpu_ids``, else the first ``num_gpus``)."""
+  available = tf.config.list_physical_devices("GPU")
+  ids = params.get("gpu_ids") or list(range(params.get("num_gpus") or 1))
+  missing = [i for i in ids if i >= len(available)]
+  if missing:
+    raise ConfigError(
+        f"num_gpus/gpu_ids ask for GPU(s) {ids} but this machine has {len(available)}; "
+        "set num_gpus=1, or pass --cpu_towers=N to run N towers on the CPU")
+  return [f"/gpu:{i}" for i in ids]
+
+
+def _bind_local_gpus(info: cluster.ClusterInfo, per_worker: int) -> None:
+  """Each process on a machine sees its own ``per_worker`` GPUs (by local rank)."""
+  gpus = tf.config.list_physical_devices("GPU")
+  if not gpus:
+    return
+  start = info.local_rank * per_worker
+  mine = gpus[start:start + per_worker]
+  if len(mine) < per_worker:
+    raise ConfigError(f"local rank {info.local_rank} needs GPUs {start}..{start + per_worker - 1}"
+                      f" but this machine has {len(gpus)}; start fewer processes per machine "
+                      "or lower num_gpus")
+  tf.config.set_visible_devices(mine, "GPU")
+
+
+# ---------------------------------------------------------------------- backends
+class StrategyBackend(Backend):
+  """A backend whose data goes through ``strategy.distribute_datasets_from_function``."""
+
+  @property
+  def supports_iterator_checkpoint(self) -> bool:
+    # tf.distribute's DistributedIterator is not trackable (TF 2.21): on resume, training
+    # data restarts from the beginning of each shard.
+    return False
+
+  def distribute_dataset(self, dataset_fn: Callable[[int, int], tf.data.Dataset]):
+    # One input pipeline per process, batched per replica; its local replicas take
+    # consecutive batches. TensorFlow numbers pipelines in worker order (chief first).
+    return self.strategy.distribute_datasets_from_function(
+        lambda context: dataset_fn(context.num_input_pipelines, context.input_pipeline_id))
+
+
+class TowersBackend(StrategyBackend):
+  """Synchronous towers over local devices (``MirroredStrategy``) in one process."""
+
+  name = "towers"
+
+  def __init__(self, devices: list[str]):
+    if len(devices) > 1 and devices[0].lower().find("cpu") >= 0:
+      # NCCL is for GPUs; logical CPU devices reduce through one device.
+      ops = tf.distribute.ReductionToOneDevice()
+    else:
+      ops = None
+    super().__init__(tf.distribute.MirroredStrategy(devices=devices, cross_device_ops=ops))
+    self.devices = devices
+
+
+class MultiWorkerBackend(StrategyBackend):
+  """Several processes (one or more devices each), collective all-reduce between them."""
+
+  name = "multi-worker"
+
+  def __init__(self, info: cluster.ClusterInfo, params: dict,
+               timeout: float | None = None):
+    self.info = info
+    if info.source != "tf_config":
+      # TensorFlow reads its cluster from TF_CONFIG: write ours from the MPI environment.
+      os.environ["TF_CONFIG"] = json.dumps(cluster.tf_config_for(info))
+    per_worker = len(params.get("gpu_ids") or []) or params.get("num_gpus") or 1
+    _bind_local_gpus(info, per_worker)
+    timeout = timeout or float(os.environ.get(TIMEOUT_VAR, DEFAULT_COLLECTIVE_TIMEOUT))
+    implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL
+                      if tf.config.list_physical_devices("GPU")
+                      else tf.distribute.experimental.CommunicationImplementation.RING)
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=implementation, timeout_seconds=timeout)
+    try:
+      strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    except (tf.errors.OpError, RuntimeError) as e:
+      raise WorkerLostError(
+          f"worker {info.rank} of {info.size} could not join the job "
+          f"({_first_line(e)}); check that every process started and that ports "
+          f"{os.environ.get('TF_CONFIG')} are free (set {cluster.PORT_VAR})") from None
+    super().__init__(strategy)
+    self._lost = False
+
+  @property
+  def num_workers(self) -> int:
+    return self.info.size
+
+  @property
+  def worker_index(self) -> int:
+    return self.info.rank
+
+  # ------------------------------------------------------------------ collectives
+  def _first_local_value(self, value: tf.Tensor, empty: tf.Tensor):
+    """A per-replica value: ``value`` on this process's first replica, ``empty`` elsewhere."""
+    local = self.num_local_replicas
+    return self.strategy.experimental_distribute_values_from_function(
+        lambda context: value if context.replica_id_in_sync_group % local == 0 else empty)
+
+  def gather_objects(self, objects: list) -> list:
+    payload = pickle.dumps(list(objects), protocol=pickle.HIGHEST_PROTOCOL)
+    # Collectives move fixed-size int32 tensors: gather the lengths, pad, then the bytes.
+    lengths = self.strategy.gather(
+        self._first_local_value(tf.constant([len(payload)], tf.int64),
+                                tf.zeros([0], tf.int64)), axis=0).numpy()
+    width = (int(lengths.max()) + 3) // 4
+    padded = np.zeros(width * 4, np.uint8)
+    padded[:len(payload)] = np.frombuffer(payload, np.uint8)
+    rows = self.strategy.gather(
+        self._first_local_value(tf.constant(padded.view(np.int32)[None, :]),
+                                tf.zeros([0, width], tf.int32)), axis=0).numpy()
+    gathered: list = []
+    for row, length in zip(rows, lengths):
+      gathered.extend(pickle.loads(row.view(np.uint8)[:length].tobytes()))
+    return gathered
+
+  def barrier(self) -> None:
+    one = self.strategy.run(lambda: tf.constant(1.0))
+    self.strategy.reduce(tf.distribute.ReduceOp.SUM, one, axis=None).numpy()
+
+  # ------------------------------------------------------------------ failures
+  def translate_error(self, error: BaseException) -> Exception | None:
+    if not isinstance(error, _LOST_PEER_ERRORS):
+      return None
+    self._lost = True
+    return WorkerLostError(
+        f"worker {self.info.rank}: another worker of the {self.info.size}-process job died or "
+        f"became unreachable ({_first_line(error)}); stopping. Restart every process with "
+        f"--continue_learning to resume from the last checkpoint")
+
+  def shutdown(self) -> None:
+    # On success wait for everyone, so no worker tears down its server while another still
+    # needs it; after an error the peers may be gone, so leave at once.
+    if self._lost or sys.exc_info()[0] is not None:
+      return
+    try:
+      self.barrier()
+    except _LOST_PEER_ERRORS:
+      pass
+
+
+def _first_line(error: BaseException) -> str:
+  text = getattr(error, "message", None) or str(error)
+  lines = [line.strip() for line in text.splitlines() if line.strip()]
+  for line in lines:
+    if "unhealthy" in line or "aborted" in line.lower() or "failed to connect" in line:
+      return line[:200]
+  return (lines[-1] if lines else type(error).__name__)[:200]

@@ -1,0 +1,127 @@
+"""DeepSpeech2Encoder: 2-D convolutions, recurrent layers, optional row convolution, FC."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from open_seq2seq.encoders.encoder import Encoder
+from open_seq2seq.errors import ConfigError
+from open_seq2seq.parts.cnns.conv_blocks import (check_padding, conv_output_lengths,
+                                                 make_initializer, sequence_mask)
+from open_seq2seq.utils.params import AnyType, Param, callable_or_class, validate_params
+
+CONV_PARAMS = {
+    "kernel_size": Param(list, doc="[time, frequency] kernel."),
+    "stride": Param(list, [1, 1], "[time, frequency] stride."),
+    "num_channels": Param(int, doc="Output channels."),
+    "padding": Param(str, "SAME", "SAME or VALID."),
+}
+RNN_TYPES = ("cudnn_gru", "cudnn_lstm", "gru", "lstm", "rnn_gru", "rnn_lstm")
+
+
+class DeepSpeech2Encoder(Encoder):
+  """DeepSpeech 2 (Amodei et al., 2016) with padding masks.
+
+  Input features [B, T, F] go through 2-D conv + batch norm + activation layers (time and
+  frequency strides), are flattened to [B, T', F' * C], then through ``num_rnn_layers``
+  GRU/LSTM layers (bidirectional unless ``rnn_unidirectional``; lengths respected), an
+  optional row convolution (look-ahead for unidirectional models) and a fully connected
+  layer of ``n_hidden`` units. ``cudnn_*`` types map to Keras layers, which pick the cuDNN
+  kernel on GPUs by themselves.
+  """
+
+  PARAMS = {
+      "conv_layers": Param(list, doc="2-D conv layers: dicts of " + ", ".join(CONV_PARAMS)),
+      "num_rnn_layers": Param(int, 1, "Recurrent layers (0 for none)."),
+      "rnn_cell_dim": Param(int, 512, "Units per direction."),
+      "rnn_type": Param(str, "cudnn_gru", "GRU or LSTM.", choices=RNN_TYPES),
+      "rnn_unidirectional": Param(bool, False, "Forward-only recurrent layers."),
+      "use_cudnn_rnn": Param(bool, True, "Accepted for OpenSeq2Seq configs (Keras chooses)."),
+      "row_conv": Param(bool, False, "Row (look-ahead) convolution after the RNNs."),
+      "row_conv_width": Param(int, 8, "Frames of look-ahead of the row convolution."),
+      "n_hidden": Param(int, 1024, "Units of the final fully connected layer."),
+      "dropout_keep_prob": Param(float, 1.0, "Keep probability of dropout."),
+      "activation_fn": Param(callable_or_class, tf.nn.relu, "Activation of conv and FC layers."),
+      "bn_momentum": Param(float, 0.99, "Batch-norm moving-average momentum."),
+      "bn_epsilon": Param(float, 1e-3, "Batch-norm epsilon."),
+      "initializer": Param(AnyType, None, "Kernel initializer (Keras name, class, instance)."),
+      "initializer_params": Param(dict, {}, "Keyword arguments of an initializer class."),
+      "data_format": Param(str, "channels_last", "Accepted for OpenSeq2Seq configs.",
+                           choices=("channels_first", "channels_last", "BCTF", "BTFC", "BCFT",
+                                    "BFTC")),
+  }
+
+  def __init__(self, params: dict[str, Any], model: Any = None, name: str = "encoder",
+               mode: str = "train"):
+    super().__init__(params, model, name, mode)
+    p = self.params
+    policy = self.dtype_policy
+    init = make_initializer(p["initializer"], p["initializer_params"])
+    self.conv_specs, self.convs, self.conv_norms = [], [], []
+    for i, raw in enumerate(p["conv_layers"]):
+      where = f"encoder_params/conv_layers[{i}]"
+      spec = validate_params(raw, CONV_PARAMS, where, "conv_layers")
+      for key in ("kernel_size", "stride"):
+        if len(spec[key]) != 2 or not all(isinstance(v, int) and v >= 1 for v in spec[key]):
+          raise ConfigError(f"{where}/{key}: expected [time, frequency] ints, got {spec[key]!r}")
+      spec["padding"] = check_padding(spec["padding"], f"{where}/padding")
+      self.conv_specs.append(spec)
+      self.convs.append(keras.layers.Conv2D(
+          spec["num_channels"], spec["kernel_size"], strides=spec["stride"], padding="valid",
+          use_bias=False, kernel_initializer=init, dtype=policy, name=f"conv{i + 1}"))
+      self.conv_norms.append(keras.layers.BatchNormalization(
+          momentum=p["bn_momentum"], epsilon=p["bn_epsilon"], dtype=policy, name=f"bn{i + 1}"))
+    rnn_class = keras.layers.LSTM if "lstm" in p["rnn_type"] else keras.layers.GRU
+    self.rnns = []
+    for i in range(p["num_rnn_layers"]):
+      rnn = rnn_class(p["rnn_cell_dim"], return_sequences=True, kernel_initializer=init,
+                      dtype=policy, name=f"rnn{i + 1}")
+      if not p["rnn_unidirectional"]:
+        rnn = keras.layers.Bidirectional(rnn, dtype=policy, name=f"birnn{i + 1}")
+      self.rnns.append(rnn)
+    self.row_conv = None
+    if p["row_conv"]:
+      self.row_conv = keras.layers.DepthwiseConv1D(p["row_conv_width"], padding="valid",
+                                                   use_bias=False, dtype=policy, name="row_conv")
+    self.fc = keras.layers.Dense(p["n_hidden"], kernel_initializer=init, dtype=policy,
+                                 name="fully_connected")
+    rate = 1.0 - p["dropout_keep_prob"]
+    self.dropout = keras.layers.Dropout(rate, dtype=policy) if rate > 0 else None
+
+  def _drop(self, x, training):
+    return self.dropout(x, training=training) if self.dropout is not None else x
+
+  def call(self, input_dict: dict, training: bool | None = None) -> dict:
+    x, lengths = input_dict["source_tensors"]
+    x = tf.cast(x, self.compute_dtype)[:, :, :, None]  # [B, T, F, 1]
+    lengths = tf.cast(lengths, tf.int32)
+    act = self.params["activation_fn"]
+    for spec, conv, norm in zip(self.conv_specs, self.convs, self.conv_norms):
+      time_mask = sequence_mask(lengths, tf.shape(x)[1], x.dtype)
+      x = x * time_mask[:, :, None, None]
+      (k_t, k_f), (s_t, s_f) = spec["kernel_size"], spec["stride"]
+      if spec["padding"] == "SAME":
+        # time: fixed left padding (independent of the batch's length); frequency: TF SAME
+        num_freq = x.shape[2]
+        pad_f = max((-(-num_freq // s_f) - 1) * s_f + k_f - num_freq, 0)
+        x = tf.pad(x, [[0, 0], [(k_t - 1) // 2, k_t - 1 - (k_t - 1) // 2],
+                       [pad_f // 2, pad_f - pad_f // 2], [0, 0]])
+      x = conv(x)
+      lengths = conv_output_lengths(lengths, k_t, s_t, 1, spec["padding"])
+      mask = sequence_mask(lengths, tf.shape(x)[1])
+      mask = tf.broadcast_to(mask[:, :, None], tf.shape(x)[:3])
+      x = act(tf.cast(norm(x, training=training, mask=mask), x.dtype))
+    shape = tf.shape(x)
+    x = tf.reshape(x, [shape[0], shape[1], x.shape[2] * x.shape[3]])
+    mask = sequence_mask(lengths, tf.shape(x)[1])
+    for rnn in self.rnns:
+      x = self._drop(rnn(x, mask=mask, training=training), training)
+    if self.row_conv is not None:
+      x = x * tf.cast(mask, x.dtype)[:, :, None]
+      x = self.row_conv(tf.pad(x, [[0, 0], [0, self.params["row_conv_width"] - 1], [0, 0]]))
+    x = self._drop(act(self.fc(x)), training)
+    x = x * tf.cast(mask, x.dtype)[:, :, None]
+    return {"outputs": x, "src_lengths": lengths, "src_length": lengths}

@@ -1,0 +1,144 @@
+"""Transformer encoder (Vaswani et al. 2017): embeddings + positions, then a stack of
+self-attention and feed-forward layers with residual connections and layer norm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from open_seq2seq.encoders.encoder import Encoder
+from open_seq2seq.errors import ConfigError
+from open_seq2seq.parts.transformer.attention import SelfAttention
+from open_seq2seq.parts.transformer.embedding_layer import EmbeddingSharedWeights
+from open_seq2seq.parts.transformer.ffn_layer import FeedForwardNetwork
+from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
+                                                  check_shared_params, dropout,
+                                                  get_padding_bias, get_position_encoding,
+                                                  normalize_norm_params, resolve_initializer)
+from open_seq2seq.utils.params import Param
+
+
+def vocab_size_from(params: dict, model: Any, key: str, where: str) -> int:
+  """``params[key]`` if set, else what the model's data layer publishes under ``key``."""
+  size = params.get(key)
+  if size is None:
+    data_layer = getattr(model, "data_layer", None)
+    size = getattr(data_layer, "params", {}).get(key)
+  if not isinstance(size, int) or size <= 0:
+    raise ConfigError(f"{where}/{key}: unknown or invalid ({size!r}); the data layer must "
+                      f"publish {key} or the config must set it")
+  return size
+
+
+class TransformerEncoderLayer(keras.layers.Layer):
+  """Self-attention then feed-forward, each wrapped in :class:`ResidualNorm`."""
+
+  def __init__(self, params: dict, epsilon: float, initializer: Any, **kwargs):
+    super().__init__(**kwargs)
+    hidden, policy = params["hidden_size"], self.dtype_policy
+    residual = dict(hidden_size=hidden, dropout_rate=params["layer_postprocess_dropout"],
+                    norm_placement=params["norm_placement"], epsilon=epsilon, dtype=policy)
+    self.self_attention = SelfAttention(hidden, params["num_heads"],
+                                        params["attention_dropout"], initializer, dtype=policy,
+                                        name="self_attention")
+    self.self_attention_norm = ResidualNorm(**residual, name="self_attention_wrapper")
+    self.ffn = FeedForwardNetwork(hidden, params["filter_size"], params["relu_dropout"],
+                                  initializer, dtype=policy, name="ffn")
+    self.ffn_norm = ResidualNorm(**residual, name="ffn_wrapper")
+
+  def build(self, input_shape=None):
+    for layer in (self.self_attention, self.self_attention_norm, self.ffn, self.ffn_norm):
+      layer.build()
+
+  def call(self, x: tf.Tensor, bias: tf.Tensor, training: bool | None = None) -> tf.Tensor:
+    y = self.self_attention(self.self_attention_norm.pre(x), bias, training=training)
+    x = self.self_attention_norm.post(x, y, training)
+    y = self.ffn(self.ffn_norm.pre(x), training=training)
+    return self.ffn_norm.post(x, y, training)
+
+
+class TransformerEncoder(Encoder):
+  """Transformer encoder with OpenSeq2Seq's parameter names.
+
+  Input: ``{"source_tensors": (ids [B, T] int, lengths [B] int)}``. Output dict:
+
+  * ``"outputs"``: [B, T, hidden_size] in the compute dtype (padded positions hold
+    values that nothing downstream attends to);
+  * ``"src_lengths"``: [B] int32;
+  * ``"inputs_attention_bias"``: [B, 1, 1, T] additive mask of padded source positions;
+  * ``"encoder_input"``: the source ids.
+
+  The source :class:`EmbeddingSharedWeights` is the attribute ``embedding_softmax_layer``
+  (a decoder with ``shared_embed`` takes it from ``model.encoder``). Unlike OpenSeq2Seq it
+  is not in the output dict: Keras 3 rejects a layer object mixed with tensors in the
+  decoder's call argument.
+
+  The vocabulary size is ``src_vocab_size`` if set, else the data layer's
+  ``params["src_vocab_size"]``.
+  """
+
+  PARAMS = {
+      "encoder_layers": Param(int, doc="Number of encoder layers."),
+      **SHARED_PARAMS,
+      "src_vocab_size": Param((int, None), None,
+                              "Source vocabulary size (default: from the data layer)."),
+      "remove_padding": Param(bool, True, "OpenSeq2Seq compatibility; accepted and ignored "
+                              "(the feed-forward network runs on padded positions too)."),
+  }
+
+  def __init__(self, params: dict[str, Any], model: Any = None,
+               name: str = "transformer_encoder", mode: str = "train"):
+    params = self.validate_params(params, prefix="encoder_params")
+    check_shared_params(params, "encoder_params")
+    if params["encoder_layers"] <= 0:
+      raise ConfigError(f"encoder_params/encoder_layers: must be positive, "
+                        f"got {params['encoder_layers']}")
+    super().__init__(params, model, name=name, mode=mode)
+    self.vocab_size = vocab_size_from(self.params, model, "src_vocab_size", "encoder_params")
+    epsilon = normalize_norm_params(self.params["norm_params"], "encoder_params")
+    initializer = resolve_initializer(self.params["initializer"],
+                                      self.params["initializer_params"])
+    policy = self.dtype_policy
+    self.embedding_softmax_layer = EmbeddingSharedWeights(
+        self.vocab_size, self.params["hidden_size"], self.params["pad_embeddings_2_eight"],
+        self.params["scale_embeddings"], dtype=policy, name="embedding")
+    self.encoder_layers = [
+        TransformerEncoderLayer(self.params, epsilon, initializer, dtype=policy,
+                                name=f"layer_{i}")
+        for i in range(self.params["encoder_layers"])]
+    self.output_normalization = None
+    if self.params["norm_placement"] == "pre":
+      self.output_normalization = keras.layers.LayerNormalization(
+          epsilon=epsilon, dtype=policy, name="output_normalization")
+    # Everything is built now: variables get nested paths (encoder/layer_0/...) and exist
+    # before the first tf.function trace.
+    self.build()
+
+  def build(self, input_shape=None):
+    self.embedding_softmax_layer.build()
+    for layer in self.encoder_layers:
+      layer.build()
+    if self.output_normalization is not None:
+      self.output_normalization.build((None, self.params["hidden_size"]))
+
+  def call(self, input_dict: dict, training: bool | None = None) -> dict:
+    ids, lengths = input_dict["source_tensors"]
+    lengths = tf.cast(lengths, tf.int32)
+    length = tf.shape(ids)[1]
+    bias = get_padding_bias(lengths, length, self.compute_dtype)
+
+    x = self.embedding_softmax_layer(ids)
+    x += tf.cast(get_position_encoding(length, self.params["hidden_size"]), x.dtype)
+    x = dropout(x, self.params["layer_postprocess_dropout"], training)
+    for layer in self.encoder_layers:
+      x = layer(x, bias, training=training)
+    if self.output_normalization is not None:
+      x = self.output_normalization(x)
+    return {
+        "outputs": x,
+        "src_lengths": lengths,
+        "inputs_attention_bias": bias,
+        "encoder_input": ids,
+    }

@@ -1,0 +1,110 @@
+"""Speech2Text: CTC speech recognition (DeepSpeech2, Wave2Letter+, Jasper, QuartzNet)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import pickle
+from typing import Any
+
+import numpy as np
+
+from open_seq2seq.models.model import Model
+from open_seq2seq.utils.metrics import edit_distance
+
+
+def _csv_line(*fields: str) -> str:
+  buffer = io.StringIO()
+  csv.writer(buffer, lineterminator="").writerow(fields)
+  return buffer.getvalue()
+
+
+class Speech2Text(Model):
+  """Speech recognition model family: audio features in, character (or BPE) ids out.
+
+  Eval reports ``WER`` (word edits / reference words, over the whole eval set) and ``CER``
+  (character edits / reference characters); the best checkpoint is the lowest WER. Infer
+  writes ``wav_filename,predicted_transcript`` rows in input order and, with the decoder's
+  ``infer_logits_to_pickle``, a pickle of ``{wav_filename: logits [T, V]}`` for offline
+  decoding.
+  """
+
+  best_metric = ("WER", False)
+
+  def __init__(self, params: dict[str, Any], mode: str = "train", num_workers: int = 1,
+               worker_id: int = 0):
+    super().__init__(params, mode, num_workers, worker_id)
+    self._infer_logits: dict[int, np.ndarray] = {}
+
+  # ------------------------------------------------------------------ decoding to text
+  @property
+  def _targets(self):
+    return self.data_layer.targets
+
+  def decode_outputs(self, outputs: dict[str, np.ndarray]) -> list[str]:
+    """Transcripts of a batch of decoder outputs (LM beam search if configured)."""
+    if self.decoder.params["use_language_model"]:
+      ids = self.decoder.decode_with_lm(outputs["logits"], outputs["src_length"])
+    else:
+      ids = [row[:n] for row, n in zip(outputs["outputs"], outputs["final_sequence_lengths"])]
+    return [self._targets.decode(row) for row in ids]
+
+  def _references(self, batch: dict[str, np.ndarray]) -> list[str]:
+    ids, lengths = batch["target_tensors"]
+    return [self._targets.decode(row[:n]) for row, n in zip(ids, lengths)]
+
+  # ------------------------------------------------------------------ family hooks
+  def format_samples(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                     max_samples: int = 1) -> list[str]:
+    hypotheses = self.decode_outputs(outputs)
+    lines = []
+    if "target_tensors" in batch:
+      for ref, hyp in list(zip(self._references(batch), hypotheses))[:max_samples]:
+        words = ref.split()
+        wer = edit_distance(words, hyp.split()) / max(len(words), 1)
+        lines += [f"Sample WER: {wer:.4f}", f"Sample target:     {ref}",
+                  f"Sample prediction: {hyp}"]
+    else:
+      lines += [f"Sample prediction: {hyp}" for hyp in hypotheses[:max_samples]]
+    return lines
+
+  def evaluate(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
+    """Per utterance: (id, (word edits, reference words, char edits, reference chars))."""
+    results = []
+    for index, ref, hyp in zip(batch["id"], self._references(batch),
+                               self.decode_outputs(outputs)):
+      ref_chars, hyp_chars = " ".join(ref.split()), " ".join(hyp.split())
+      results.append((int(index), (edit_distance(ref.split(), hyp.split()), len(ref.split()),
+                                   edit_distance(ref_chars, hyp_chars), len(ref_chars))))
+    return results
+
+  def finalize_evaluation(self, results: list) -> dict[str, float]:
+    if not results:
+      return {}
+    totals = np.sum([r for _, r in results], axis=0, dtype=np.int64)
+    return {"WER": float(totals[0] / max(totals[1], 1)),
+            "CER": float(totals[2] / max(totals[3], 1))}
+
+  def infer(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
+    if self.decoder.params["infer_logits_to_pickle"]:
+      for index, logits, n in zip(batch["id"], outputs["logits"], outputs["src_length"]):
+        self._infer_logits[int(index)] = np.asarray(logits[:n], np.float32)
+    return [(int(i), text) for i, text in zip(batch["id"], self.decode_outputs(outputs))]
+
+  def finalize_inference(self, results: list) -> tuple[str, list[str]]:
+    layer = self.data_layer
+    lines = [_csv_line(layer.wav_filename(i), text) for i, text in results]
+    if self.decoder.params["infer_logits_to_pickle"] and self._infer_logits:
+      self._dump_logits()
+    return "wav_filename,predicted_transcript", lines
+
+  def _dump_logits(self) -> None:
+    path = (self.decoder.params["infer_logits_file"] or
+            os.path.join(self.params["logdir"], "infer_logits.pickle"))
+    dump = {self.data_layer.wav_filename(i): l for i, l in sorted(self._infer_logits.items())}
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+      pickle.dump(dump, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)

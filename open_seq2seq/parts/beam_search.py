@@ -1,0 +1,214 @@
+"""Beam search and greedy decoding on plain TensorFlow ops (usable inside ``tf.function``).
+
+Both searches drive a step function
+
+    symbols_to_logits_fn(ids, i, states) -> (logits, new_states)
+
+where ``ids`` [batch * beam] int32 are the last tokens of every hypothesis (the initial ids
+at step 0), ``i`` is the 0-based step (the position of ``ids`` in the sequence) and
+``states`` is a nested structure (dicts, lists, tuples) of tensors whose first dimension is
+batch * beam, e.g. a Transformer's key/value cache. ``logits`` is [batch * beam, vocab]. A
+state may grow along any dimension but its last; ``tf.while_loop`` shape invariants keep
+the last dimension static and relax the others.
+
+Tensors that do not change between steps (encoder outputs) are best captured by the step
+function's closure after :func:`tile_beam`, rather than passed as states that are gathered
+at every step.
+
+Scores follow GNMT: ``log P(Y) / lp(|Y|)`` with ``lp(n) = ((5 + n) / 6) ** alpha`` where
+``|Y|`` counts the generated tokens including the end symbol.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import tensorflow as tf
+
+_NEG_INF = float("-inf")
+
+StepFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
+
+
+class DecodeResult(NamedTuple):
+  """Output of :func:`beam_search` and :func:`greedy_decode`.
+
+  Attributes:
+    ids: int32 [batch, beam, time] (beam search, best first) or [batch, time] (greedy):
+      generated tokens without the initial id, ``pad_id`` after each hypothesis' end.
+    scores: float32 [batch, beam] length-penalised scores (beam search) or [batch] summed
+      log-probabilities (greedy).
+    lengths: int32, shaped like ``scores``: generated tokens including the end symbol.
+  """
+
+  ids: tf.Tensor
+  scores: tf.Tensor
+  lengths: tf.Tensor
+
+
+def length_penalty(length: Any, alpha: Any) -> tf.Tensor:
+  """GNMT length penalty ``((5 + length) / 6) ** alpha`` (float32)."""
+  return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, tf.cast(alpha, tf.float32))
+
+
+def tile_beam(structure: Any, beam_size: int) -> Any:
+  """Repeats every tensor of a nested structure ``beam_size`` times along axis 0.
+
+  [batch, ...] -> [batch * beam_size, ...], the beams of one example being adjacent.
+  """
+  return tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), structure)
+
+
+def _shape_invariant(t: tf.Tensor) -> tf.TensorShape:
+  shape = t.shape
+  if shape.rank is None or shape.rank == 0:
+    return shape
+  return tf.TensorShape([None] * (shape.rank - 1) + [shape[-1]])
+
+
+def _decode_lengths(decode_length: Any, batch_size: tf.Tensor) -> tf.Tensor:
+  """Scalar or [batch] maximum lengths -> int32 [batch]."""
+  decode_length = tf.cast(decode_length, tf.int32)
+  return tf.broadcast_to(decode_length, [batch_size])
+
+
+def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size: int,
+                decode_length: Any, vocab_size: int | None, alpha: float, eos_id: int,
+                states: Any = None, pad_id: int = 0) -> DecodeResult:
+  """Length-penalised beam search keeping alive and finished hypotheses apart.
+
+  At each step every alive hypothesis is extended by every token. Extensions by ``eos_id``
+  (and, once an example reaches its ``decode_length``, all extensions) are *finished*:
+  they compete for the ``beam_size`` finished slots by penalised score. The best
+  ``beam_size`` other extensions stay alive. An example is done when its worst kept
+  finished score is at least the best score an alive hypothesis could still reach (its
+  log-probability can only fall; its penalty is at most that of the longest allowed
+  length); the loop stops when every example is done or has reached its length limit.
+
+  Args:
+    symbols_to_logits_fn: the step function (see the module docstring).
+    initial_ids: int [batch] first input ids (GO symbols).
+    beam_size: number of hypotheses kept (alive and finished, each).
+    decode_length: int scalar or [batch]: most tokens generated per example.
+    vocab_size: number of logits per step (None: taken from the logits' static shape).
+    alpha: length-penalty exponent (0: plain log-probability).
+    eos_id: end symbol.
+    states: nested tensors with first dimension batch; tiled to batch * beam here and
+      reordered along with the hypotheses.
+    pad_id: filler after a hypothesis' end.
+
+  Returns:
+    :class:`DecodeResult` with ids [batch, beam, time], best first.
+  """
+  initial_ids = tf.cast(initial_ids, tf.int32)
+  batch_size = tf.shape(initial_ids)[0]
+  k = beam_size
+  max_lengths = _decode_lengths(decode_length, batch_size)
+  max_steps = tf.reduce_max(max_lengths)
+  best_penalty_at_max = length_penalty(max_lengths, alpha)  # [B]
+  states = tile_beam(states if states is not None else {}, k)
+  batch_offsets = tf.range(batch_size)[:, None] * k  # [B, 1]
+
+  alive_seq = tf.tile(initial_ids[:, None, None], [1, k, 1])  # [B, K, 1]
+  # Only the first copy of each example starts alive, so step 0 expands one hypothesis.
+  alive_log_probs = tf.tile(tf.constant([[0.0] + [_NEG_INF] * (k - 1)]), [batch_size, 1])
+  finished_seq = tf.fill([batch_size, k, 1], pad_id)
+  finished_scores = tf.fill([batch_size, k], _NEG_INF)
+  finished_lengths = tf.zeros([batch_size, k], tf.int32)
+
+  def gather_beams(tensor, beam_indices):
+    return tf.gather(tensor, beam_indices, batch_dims=1)
+
+  def body(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_lengths,
+           states):
+    flat_ids = tf.reshape(alive_seq[:, :, -1], [-1])
+    logits, new_states = symbols_to_logits_fn(flat_ids, i, states)
+    logits = tf.cast(logits, tf.float32)
+    vocab = vocab_size or logits.shape[-1] or tf.shape(logits)[-1]
+    log_probs = tf.nn.log_softmax(tf.reshape(logits, [batch_size, k, vocab]))
+    candidates = alive_log_probs[:, :, None] + log_probs  # [B, K, V]
+    is_eos = tf.equal(tf.range(vocab), eos_id)[None, None, :]
+    at_limit = tf.greater_equal(i + 1, max_lengths)[:, None, None]
+    ends = tf.logical_or(is_eos, at_limit)  # [B, 1|K, V] extensions that finish
+
+    # Alive: best K extensions that do not finish.
+    alive_candidates = tf.reshape(tf.where(ends, _NEG_INF, candidates), [batch_size, -1])
+    new_alive_log_probs, flat_index = tf.math.top_k(alive_candidates, k)
+    beam_index, token = flat_index // vocab, flat_index % vocab
+    new_alive_seq = tf.concat([gather_beams(alive_seq, beam_index), token[:, :, None]], 2)
+    flat_beam_index = tf.reshape(beam_index + batch_offsets, [-1])
+    new_states = tf.nest.map_structure(lambda s: tf.gather(s, flat_beam_index), new_states)
+
+    # Finished: merge the best K finishing extensions with the K kept so far.
+    finishing = tf.reshape(tf.where(ends, candidates, _NEG_INF), [batch_size, -1])
+    fin_log_probs, fin_index = tf.math.top_k(finishing, k)
+    fin_seq = tf.concat([gather_beams(alive_seq, fin_index // vocab),
+                         (fin_index % vocab)[:, :, None]], 2)
+    fin_scores = fin_log_probs / length_penalty(i + 1, alpha)
+    old_seq = tf.pad(finished_seq, [[0, 0], [0, 0], [0, 1]], constant_values=pad_id)
+    all_seq = tf.concat([old_seq, fin_seq], 1)  # [B, 2K, i + 2]
+    all_scores = tf.concat([finished_scores, fin_scores], 1)
+    all_lengths = tf.concat([finished_lengths, tf.fill(tf.shape(fin_scores), i + 1)], 1)
+    finished_scores, keep = tf.math.top_k(all_scores, k)
+    finished_seq = gather_beams(all_seq, keep)
+    finished_lengths = gather_beams(all_lengths, keep)
+    return (i + 1, new_alive_seq, new_alive_log_probs, finished_seq, finished_scores,
+            finished_lengths, new_states)
+
+  def cond(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_lengths,
+           states):
+    # Best reachable score of an alive hypothesis: its log-prob over the largest penalty
+    # it could still get (lp is monotonic in the length, so one of the two ends).
+    penalty = tf.maximum(length_penalty(i + 1, alpha), best_penalty_at_max)
+    best_alive = alive_log_probs[:, 0] / penalty
+    done = tf.logical_or(finished_scores[:, -1] >= best_alive, i >= max_lengths)
+    return tf.logical_and(i < max_steps, tf.logical_not(tf.reduce_all(done)))
+
+  loop_vars = (tf.constant(0), alive_seq, alive_log_probs, finished_seq, finished_scores,
+               finished_lengths, states)
+  invariants = (tf.TensorShape([]), tf.TensorShape([None, k, None]),
+                tf.TensorShape([None, k]), tf.TensorShape([None, k, None]),
+                tf.TensorShape([None, k]), tf.TensorShape([None, k]),
+                tf.nest.map_structure(_shape_invariant, states))
+  _, _, _, finished_seq, finished_scores, finished_lengths, _ = tf.while_loop(
+      cond, body, loop_vars, shape_invariants=invariants, maximum_iterations=max_steps)
+  return DecodeResult(finished_seq[:, :, 1:], finished_scores, finished_lengths)
+
+
+def greedy_decode(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, decode_length: Any,
+                  eos_id: int, states: Any = None, pad_id: int = 0) -> DecodeResult:
+  """Picks the most likely token at every step until ``eos_id`` or ``decode_length``.
+
+  Args: as for :func:`beam_search` (``states`` has first dimension batch).
+
+  Returns:
+    :class:`DecodeResult` with ids [batch, time] and summed log-probabilities [batch].
+  """
+  initial_ids = tf.cast(initial_ids, tf.int32)
+  batch_size = tf.shape(initial_ids)[0]
+  max_lengths = _decode_lengths(decode_length, batch_size)
+  states = states if states is not None else {}
+
+  def body(i, ids, finished, scores, lengths, states):
+    logits, states = symbols_to_logits_fn(ids[:, -1], i, states)
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+    token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+    token_log_prob = tf.gather(log_probs, token, batch_dims=1)
+    token = tf.where(finished, pad_id, token)
+    scores += tf.where(finished, 0.0, token_log_prob)
+    lengths += tf.cast(tf.logical_not(finished), tf.int32)
+    finished = finished | tf.equal(token, eos_id) | tf.greater_equal(i + 1, max_lengths)
+    return i + 1, tf.concat([ids, token[:, None]], 1), finished, scores, lengths, states
+
+  def cond(i, ids, finished, scores, lengths, states):
+    return tf.logical_not(tf.reduce_all(finished))
+
+  loop_vars = (tf.constant(0), initial_ids[:, None], tf.zeros([batch_size], tf.bool),
+               tf.zeros([batch_size]), tf.zeros([batch_size], tf.int32), states)
+  invariants = (tf.TensorShape([]), tf.TensorShape([None, None]), tf.TensorShape([None]),
+                tf.TensorShape([None]), tf.TensorShape([None]),
+                tf.nest.map_structure(_shape_invariant, states))
+  _, ids, _, scores, lengths, _ = tf.while_loop(
+      cond, body, loop_vars, shape_invariants=invariants,
+      maximum_iterations=tf.reduce_max(max_lengths))
+  return DecodeResult(ids[:, 1:], scores, lengths)

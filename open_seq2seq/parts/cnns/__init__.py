@@ -1,0 +1,1 @@
+"""Convolution building blocks with padding masks."""

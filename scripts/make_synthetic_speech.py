@@ -1,0 +1,208 @@
+#!/usr/bin/env python
+"""Builds a LibriSpeech-style speech corpus (CSV + 16-bit WAV) with espeak-ng and flite.
+
+Sentences are random word sequences from ``--words`` (a small vocabulary learns in minutes)
+or lines of ``--text_file``. Each utterance gets a random voice, speed, pitch, gain and
+white-noise level, and is resampled to ``--sample_freq``. Dev/test sentences never occur in
+train. Writes ``<split>.csv`` (``wav_filename,wav_filesize,transcript``; paths relative to
+the CSV's folder), ``<split>/*.wav``, ``vocab.txt`` and, with ``--lm``, ``lm.arpa`` (a bigram
+model of the training text for CTC decoding with a language model).
+
+    python scripts/make_synthetic_speech.py --output_dir=data/synth --splits=train=400,test=40
+
+Needs the Debian packages espeak-ng and flite (installed with apt-get when missing and run
+as root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import csv
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from open_seq2seq.data.speech2text.audio import read_audio  # noqa: E402
+from open_seq2seq.decoders.ctc_beam_search import write_arpa  # noqa: E402
+
+DIGITS = "zero one two three four five six seven eight nine".split()
+ESPEAK_VOICES = ("en-us", "en-us+f3", "en-gb", "en-gb+f2", "en-us+m3", "en-gb-scotland",
+                 "en-029+f4", "en-gb-x-rp+m5")
+FLITE_VOICES = ("kal16", "slt", "awb", "rms")
+VOCAB = [" "] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + ["'"]
+PACKAGES = {"espeak-ng": "espeak-ng", "flite": "flite"}
+
+
+def ensure_engines(engines: list[str]) -> None:
+  """Installs missing synthesizers from Debian packages (as root), else exits clearly."""
+  missing = [e for e in engines if shutil.which(e) is None]
+  if not missing:
+    return
+  if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+    subprocess.run(["apt-get", "install", "-y", "-qq"] + [PACKAGES[e] for e in missing],
+                   check=False, stdout=subprocess.DEVNULL, env=dict(
+                       os.environ, DEBIAN_FRONTEND="noninteractive"))
+  still = [e for e in engines if shutil.which(e) is None]
+  if still:
+    raise SystemExit(f"error: {', '.join(still)} not found; install the Debian packages "
+                     f"{' '.join(PACKAGES[e] for e in still)}")
+
+
+def voices_for(engines: list[str], voices: list[str] | None) -> list[tuple[str, str]]:
+  pool = []
+  if "espeak-ng" in engines:
+    pool += [("espeak-ng", v) for v in ESPEAK_VOICES]
+  if "flite" in engines:
+    pool += [("flite", v) for v in FLITE_VOICES]
+  if voices:
+    pool = [(e, v) for e, v in pool if v in voices]
+  if not pool:
+    raise SystemExit("error: no voice left; check --engines and --voices")
+  return pool
+
+
+def synthesize(text: str, engine: str, voice: str, speed: int, pitch: int, path: str) -> None:
+  if engine == "espeak-ng":
+    cmd = ["espeak-ng", "-w", path, "-v", voice, "-s", str(speed), "-p", str(pitch), text]
+  else:  # flite has no speed/pitch flags; duration_stretch changes the rate
+    cmd = ["flite", "-voice", voice, "--setf", f"duration_stretch={160.0 / speed:.3f}",
+           "-t", text, "-o", path]
+  subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def make_sentences(rng: random.Random, count: int, words: list[str], min_words: int,
+                   max_words: int, exclude: set[str]) -> list[str]:
+  sentences, seen, attempts = [], set(exclude), 0
+  while len(sentences) < count:
+    attempts += 1
+    if attempts > 100 * count + 1000:
+      raise SystemExit("error: not enough distinct sentences; widen --words or word counts")
+    sentence = " ".join(rng.choice(words) for _ in range(rng.randint(min_words, max_words)))
+    if sentence not in seen:
+      seen.add(sentence)
+      sentences.append(sentence)
+  return sentences
+
+
+def render(job: tuple, sample_freq: int, noise_db: tuple[float, float]) -> int:
+  """Synthesizes one utterance, adds gain and noise, writes 16-bit PCM; returns its size."""
+  import soundfile
+  text, engine, voice, speed, pitch, seed, out_path = job
+  rng = np.random.default_rng(seed)
+  with tempfile.TemporaryDirectory() as tmp:
+    raw = os.path.join(tmp, "raw.wav")
+    synthesize(text, engine, voice, speed, pitch, raw)
+    signal = read_audio(raw, sample_freq, resample=True)
+  signal = signal / (np.max(np.abs(signal)) + 1e-6)
+  noise = rng.standard_normal(len(signal)) * 10 ** (rng.uniform(*noise_db) / 20)
+  signal = (signal + noise) * rng.uniform(0.3, 0.9)
+  signal = np.clip(signal, -1.0, 1.0)
+  soundfile.write(out_path, signal, sample_freq, subtype="PCM_16")
+  return os.path.getsize(out_path)
+
+
+def make_corpus(output_dir: str, splits: dict[str, int], words: list[str] | None = None,
+                text_lines: list[str] | None = None, min_words: int = 2, max_words: int = 4,
+                engines: tuple[str, ...] = ("espeak-ng", "flite"),
+                voices: list[str] | None = None, speeds: tuple[int, int] = (140, 190),
+                pitches: tuple[int, int] = (30, 70), noise_db: tuple[float, float] = (-45, -30),
+                sample_freq: int = 16000, seed: int = 0, workers: int = 2,
+                lm: bool = False) -> dict[str, str]:
+  """Writes the corpus and returns ``{split: csv_path}``."""
+  engines = list(engines)
+  ensure_engines(engines)
+  pool = voices_for(engines, voices)
+  rng = random.Random(seed)
+  os.makedirs(output_dir, exist_ok=True)
+  with open(os.path.join(output_dir, "vocab.txt"), "w", encoding="utf-8") as f:
+    f.write("\n".join(VOCAB) + "\n")
+  used: set[str] = set()
+  if text_lines is not None:
+    lines = [" ".join(l.lower().split()) for l in text_lines]
+    lines = [l for l in dict.fromkeys(lines) if l and all(c in VOCAB for c in l)]
+    rng.shuffle(lines)
+  csv_paths, train_text = {}, []
+  for split, count in splits.items():
+    if text_lines is not None:
+      sentences, lines = lines[:count], lines[count:]
+      if len(sentences) < count:
+        raise SystemExit(f"error: --text_file has too few usable lines for split {split}")
+    else:
+      sentences = make_sentences(rng, count, words or DIGITS, min_words, max_words, used)
+    used.update(sentences)
+    if split == "train":
+      train_text = sentences
+    os.makedirs(os.path.join(output_dir, split), exist_ok=True)
+    jobs = []
+    for i, text in enumerate(sentences):
+      engine, voice = rng.choice(pool)
+      jobs.append((text, engine, voice, rng.randint(*speeds), rng.randint(*pitches),
+                   rng.randrange(2 ** 31), os.path.join(output_dir, split, f"{i:06d}.wav")))
+    with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as executor:
+      sizes = list(executor.map(lambda j: render(j, sample_freq, noise_db), jobs))
+    csv_path = os.path.join(output_dir, f"{split}.csv")
+    tmp = csv_path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+      writer = csv.writer(f)
+      writer.writerow(["wav_filename", "wav_filesize", "transcript"])
+      for job, size in zip(jobs, sizes):
+        writer.writerow([os.path.join(split, os.path.basename(job[6])), size, job[0]])
+    os.replace(tmp, csv_path)
+    csv_paths[split] = csv_path
+  if lm and train_text:
+    write_arpa(train_text, os.path.join(output_dir, "lm.arpa"))
+  return csv_paths
+
+
+def parse_splits(text: str) -> dict[str, int]:
+  splits = {}
+  for part in text.split(","):
+    name, _, count = part.partition("=")
+    if not count.isdigit():
+      raise SystemExit(f"error: --splits: {part!r} should look like train=400")
+    splits[name.strip()] = int(count)
+  return splits
+
+
+def main(argv: list[str] | None = None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--output_dir", required=True)
+  parser.add_argument("--splits", default="train=400,dev=40,test=40")
+  parser.add_argument("--words", default=",".join(DIGITS),
+                      help="comma-separated vocabulary of the random sentences")
+  parser.add_argument("--text_file", help="one sentence per line (instead of --words)")
+  parser.add_argument("--min_words", type=int, default=2)
+  parser.add_argument("--max_words", type=int, default=4)
+  parser.add_argument("--engines", default="espeak-ng,flite")
+  parser.add_argument("--voices", help="comma-separated subset of the voices")
+  parser.add_argument("--sample_freq", type=int, default=16000)
+  parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--workers", type=int, default=2)
+  parser.add_argument("--lm", action="store_true", help="also write a bigram lm.arpa")
+  args = parser.parse_args(argv)
+  text_lines = None
+  if args.text_file:
+    with open(args.text_file, encoding="utf-8") as f:
+      text_lines = f.read().splitlines()
+  paths = make_corpus(args.output_dir, parse_splits(args.splits),
+                      words=[w.strip() for w in args.words.split(",") if w.strip()],
+                      text_lines=text_lines, min_words=args.min_words,
+                      max_words=args.max_words, engines=tuple(args.engines.split(",")),
+                      voices=args.voices.split(",") if args.voices else None,
+                      sample_freq=args.sample_freq, seed=args.seed, workers=args.workers,
+                      lm=args.lm)
+  for split, path in paths.items():
+    print(f"{split}: {path}")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
