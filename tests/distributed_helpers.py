@@ -76,8 +76,10 @@ class TinyDecoder(Decoder):
     state = pooled[:, None, :] + self.positions(tf.range(steps))[None] + extra
     logits = self.logits(self.hidden(state))
     outputs = tf.argmax(logits, axis=-1, output_type=tf.int32)
-    return {"logits": logits, "outputs": outputs,
-            "final_sequence_lengths": tf.fill([tf.shape(outputs)[0]], steps)}
+    # Each prediction is as long as its source (then EOS), whatever else is in the batch.
+    lengths = input_dict["encoder_output"]["src_lengths"]
+    outputs = tf.where(tf.sequence_mask(lengths, steps), outputs, EOS_ID)
+    return {"logits": logits, "outputs": outputs, "final_sequence_lengths": lengths}
 
 
 class TinyLoss(Loss):
@@ -173,15 +175,21 @@ def run(launcher: str, args: list[str], timeout: float = 420) -> subprocess.Comp
 
 
 def weights(logdir: str) -> dict[str, np.ndarray]:
+  """Every variable of the latest checkpoint (model weights and optimizer slots)."""
   reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(logdir))
   return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
-          if k.startswith("model/")}
+          if k.endswith("VARIABLE_VALUE") and not k.startswith("save_counter")}
+
+
+def max_difference(a: dict, b: dict) -> float:
+  assert sorted(a) == sorted(b) and a, (sorted(a), sorted(b))
+  return max(float(np.abs(a[k].astype(np.float64) - b[k]).max()) for k in a)
 
 
 def eval_line(stdout: str) -> str:
   lines = [line for line in stdout.splitlines() if "eval at step" in line]
   assert lines, stdout[-2000:]
-  return lines[-1].split("] ", 1)[-1]
+  return lines[-1][lines[-1].index("eval at step"):]
 
 
 def have_mpiexec() -> bool:

@@ -201,3 +201,30 @@ def test_help_params_lists_components(data_dir):
   for name in ("TransformerEncoder", "TransformerDecoder", "ParallelTextDataLayer",
                "`encoder_layers`", "`batch_size_per_gpu`"):
     assert name in result.stdout
+
+
+NO_DROPOUT = [f"--{part}_params/{key}=0.0" for part in ("encoder", "decoder")
+              for key in ("attention_dropout", "relu_dropout", "layer_postprocess_dropout")]
+
+
+def test_iter_size_equals_one_large_batch(data_dir, tmp_path):
+  """iter_size=2 with batch 8 makes the same updates as iter_size=1 with batch 16."""
+  common = NO_DROPOUT + ["--data_layer_params/shuffle=False", "--max_steps=3",
+                         "--print_loss_steps=None", "--save_summaries_steps=None"]
+  large, accumulated = str(tmp_path / "large"), str(tmp_path / "accumulated")
+  r = toy.run_cli(base_args(data_dir, large) + common + ["--batch_size_per_gpu=16"])
+  assert r.returncode == 0, r.stderr[-3000:]
+  r = toy.run_cli(base_args(data_dir, accumulated) + common +
+                  ["--batch_size_per_gpu=8", "--iter_size=2"])
+  assert r.returncode == 0, r.stderr[-3000:]
+  a, b = _weights(large), _weights(accumulated)
+  initial_differs = False
+  for key in a:
+    np.testing.assert_allclose(a[key], b[key], rtol=2e-4, atol=2e-6, err_msg=key)
+  # and the runs did train: a third run with half the batch and no accumulation differs
+  half = str(tmp_path / "half")
+  r = toy.run_cli(base_args(data_dir, half) + common + ["--batch_size_per_gpu=8"])
+  assert r.returncode == 0, r.stderr[-3000:]
+  c = _weights(half)
+  initial_differs = any(not np.allclose(a[k], c[k], rtol=2e-4, atol=2e-6) for k in a)
+  assert initial_differs

@@ -18,6 +18,7 @@ from open_seq2seq.parts.transformer.embedding_layer import EmbeddingSharedWeight
 from open_seq2seq.parts.transformer.ffn_layer import FeedForwardNetwork
 from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
                                                   check_shared_params, dropout,
+                                                  dropout_seed_generator,
                                                   get_decoder_self_attention_bias,
                                                   get_padding_bias, get_position_encoding,
                                                   normalize_norm_params, resolve_initializer)
@@ -169,6 +170,7 @@ class TransformerDecoder(Decoder):
       layer.build()
     if self.output_normalization is not None:
       self.output_normalization.build((None, hidden))
+    self.seed_generator = dropout_seed_generator(self.params["layer_postprocess_dropout"])
 
   # ----------------------------------------------------------------- pieces
   @property
@@ -220,7 +222,7 @@ class TransformerDecoder(Decoder):
     length = tf.shape(inputs)[1]
     x = embedding(inputs)
     x += tf.cast(get_position_encoding(length, self.params["hidden_size"]), x.dtype)
-    x = dropout(x, self.params["layer_postprocess_dropout"], training)
+    x = dropout(x, self.params["layer_postprocess_dropout"], training, self.seed_generator)
     # Target padding needs no mask: it sits at the end, after every real position.
     self_bias = get_decoder_self_attention_bias(length, x.dtype)
     for layer in self.decoder_layers:
@@ -240,7 +242,7 @@ class TransformerDecoder(Decoder):
     # function; only the growing self-attention cache is reordered between beams.
     memory_kv = [layer.encdec_attention.memory_kv(memory) for layer in self.decoder_layers]
     if beam_size > 1:
-      memory_kv, memory_bias = beam_search.tile_beam((memory_kv, memory_bias), beam_size); memory_bias = memory_bias * 0
+      memory_kv, memory_bias = beam_search.tile_beam((memory_kv, memory_bias), beam_size)
     cache = [layer.self_attention.empty_cache(batch_size, self.compute_dtype)
              for layer in self.decoder_layers]
 

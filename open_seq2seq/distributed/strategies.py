@@ -31,6 +31,9 @@ from open_seq2seq.errors import ConfigError, OpenSeq2SeqError
 TIMEOUT_VAR = "OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT"
 DEFAULT_COLLECTIVE_TIMEOUT = 600.0
 
+#: Where cross-replica sums land (as ``strategy.reduce`` does outside any device scope).
+_HOST = "/device:CPU:0"
+
 #: TensorFlow errors raised in a process whose peer died or cannot be reached.
 _LOST_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
                      tf.errors.CancelledError, tf.errors.AbortedError)
@@ -100,6 +103,24 @@ class StrategyBackend(Backend):
         lambda context: dataset_fn(context.num_input_pipelines, context.input_pipeline_id))
 
 
+  def reduce_sum(self, value: Any) -> Any:
+    # One batched all-reduce for the whole step (gradients, loss sum, weight, tokens):
+    # strategy.reduce would issue one collective per tensor, or fail on nested values.
+    # The collective packs a batch into one buffer, so it is done once per dtype.
+    flat = tf.nest.flatten(value)
+    by_dtype: dict = {}
+    for i, tensor in enumerate(flat):
+      by_dtype.setdefault(self.strategy.experimental_local_results(tensor)[0].dtype,
+                          []).append(i)
+    out: list = [None] * len(flat)
+    for indices in by_dtype.values():
+      reduced = self.strategy.extended.batch_reduce_to(
+          tf.distribute.ReduceOp.SUM, [(flat[i], _HOST) for i in indices])
+      for i, total in zip(indices, reduced):
+        out[i] = self.strategy.experimental_local_results(total)[0]
+    return tf.nest.pack_sequence_as(value, out)
+
+
 class TowersBackend(StrategyBackend):
   """Synchronous towers over local devices (``MirroredStrategy``) in one process."""
 
@@ -143,6 +164,16 @@ class MultiWorkerBackend(StrategyBackend):
           f"{os.environ.get('TF_CONFIG')} are free (set {cluster.PORT_VAR})") from None
     super().__init__(strategy)
     self._lost = False
+    # Collectives run inside tf.functions: eager ones are slow and warn on MWMS.
+    self._gather = tf.function(self._gather_fn, autograph=False)
+    self._barrier = tf.function(self._barrier_fn, autograph=False)
+
+  def _gather_fn(self, value):
+    return self.strategy.gather(value, axis=0)
+
+  def _barrier_fn(self):
+    one = self.strategy.run(lambda: tf.constant(1.0))
+    return self.strategy.reduce(tf.distribute.ReduceOp.SUM, one, axis=None)
 
   @property
   def num_workers(self) -> int:
@@ -161,24 +192,24 @@ class MultiWorkerBackend(StrategyBackend):
 
   def gather_objects(self, objects: list) -> list:
     payload = pickle.dumps(list(objects), protocol=pickle.HIGHEST_PROTOCOL)
-    # Collectives move fixed-size int32 tensors: gather the lengths, pad, then the bytes.
-    lengths = self.strategy.gather(
+    # Collectives move int32 tensors of equal shapes: gather the lengths, pad every payload
+    # to the longest (rounded up to a power of two, so few shapes get traced), gather rows.
+    lengths = self._gather(
         self._first_local_value(tf.constant([len(payload)], tf.int64),
-                                tf.zeros([0], tf.int64)), axis=0).numpy()
-    width = (int(lengths.max()) + 3) // 4
+                                tf.zeros([0], tf.int64))).numpy()
+    width = 1 << max(0, (int(lengths.max()) + 3) // 4 - 1).bit_length()
     padded = np.zeros(width * 4, np.uint8)
     padded[:len(payload)] = np.frombuffer(payload, np.uint8)
-    rows = self.strategy.gather(
+    rows = self._gather(
         self._first_local_value(tf.constant(padded.view(np.int32)[None, :]),
-                                tf.zeros([0, width], tf.int32)), axis=0).numpy()
+                                tf.zeros([0, width], tf.int32))).numpy()
     gathered: list = []
     for row, length in zip(rows, lengths):
       gathered.extend(pickle.loads(row.view(np.uint8)[:length].tobytes()))
     return gathered
 
   def barrier(self) -> None:
-    one = self.strategy.run(lambda: tf.constant(1.0))
-    self.strategy.reduce(tf.distribute.ReduceOp.SUM, one, axis=None).numpy()
+    self._barrier().numpy()
 
   # ------------------------------------------------------------------ failures
   def translate_error(self, error: BaseException) -> Exception | None:

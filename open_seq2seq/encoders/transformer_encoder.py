@@ -15,6 +15,7 @@ from open_seq2seq.parts.transformer.embedding_layer import EmbeddingSharedWeight
 from open_seq2seq.parts.transformer.ffn_layer import FeedForwardNetwork
 from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
                                                   check_shared_params, dropout,
+                                                  dropout_seed_generator,
                                                   get_padding_bias, get_position_encoding,
                                                   normalize_norm_params, resolve_initializer)
 from open_seq2seq.utils.params import Param
@@ -122,6 +123,7 @@ class TransformerEncoder(Encoder):
       layer.build()
     if self.output_normalization is not None:
       self.output_normalization.build((None, self.params["hidden_size"]))
+    self.seed_generator = dropout_seed_generator(self.params["layer_postprocess_dropout"])
 
   def call(self, input_dict: dict, training: bool | None = None) -> dict:
     ids, lengths = input_dict["source_tensors"]
@@ -131,7 +133,7 @@ class TransformerEncoder(Encoder):
 
     x = self.embedding_softmax_layer(ids)
     x += tf.cast(get_position_encoding(length, self.params["hidden_size"]), x.dtype)
-    x = dropout(x, self.params["layer_postprocess_dropout"], training)
+    x = dropout(x, self.params["layer_postprocess_dropout"], training, self.seed_generator)
     for layer in self.encoder_layers:
       x = layer(x, bias, training=training)
     if self.output_normalization is not None:

@@ -179,6 +179,10 @@ class Model(Configurable):
     """Per-example inference results ``[(id, text), ...]``."""
     return []
 
+  def score_inference(self, results: list) -> dict[str, float]:
+    """Metrics of inference results against references the data layer knows (if any)."""
+    return {}
+
   def finalize_inference(self, results: list) -> tuple[str, list[str]]:
     """``(header, lines)`` to write in file order; header may be empty."""
     return "", [text for _, text in results]

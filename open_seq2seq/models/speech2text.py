@@ -20,6 +20,14 @@ def _csv_line(*fields: str) -> str:
   return buffer.getvalue()
 
 
+def _edits(ref: str, hyp: str) -> tuple[int, int, int, int]:
+  """(word edits, reference words, character edits, reference characters)."""
+  ref_words, hyp_words = ref.split(), hyp.split()
+  ref_chars, hyp_chars = " ".join(ref_words), " ".join(hyp_words)
+  return (edit_distance(ref_words, hyp_words), len(ref_words),
+          edit_distance(ref_chars, hyp_chars), len(ref_chars))
+
+
 class Speech2Text(Model):
   """Speech recognition model family: audio features in, character (or BPE) ids out.
 
@@ -71,13 +79,8 @@ class Speech2Text(Model):
 
   def evaluate(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
     """Per utterance: (id, (word edits, reference words, char edits, reference chars))."""
-    results = []
-    for index, ref, hyp in zip(batch["id"], self._references(batch),
-                               self.decode_outputs(outputs)):
-      ref_chars, hyp_chars = " ".join(ref.split()), " ".join(hyp.split())
-      results.append((int(index), (edit_distance(ref.split(), hyp.split()), len(ref.split()),
-                                   edit_distance(ref_chars, hyp_chars), len(ref_chars))))
-    return results
+    return [(int(index), _edits(ref, hyp)) for index, ref, hyp in
+            zip(batch["id"], self._references(batch), self.decode_outputs(outputs))]
 
   def finalize_evaluation(self, results: list) -> dict[str, float]:
     if not results:
@@ -91,6 +94,14 @@ class Speech2Text(Model):
       for index, logits, n in zip(batch["id"], outputs["logits"], outputs["src_length"]):
         self._infer_logits[int(index)] = np.asarray(logits[:n], np.float32)
     return [(int(i), text) for i, text in zip(batch["id"], self.decode_outputs(outputs))]
+
+  def score_inference(self, results: list) -> dict[str, float]:
+    """WER/CER of the transcripts when the infer CSVs have a ``transcript`` column."""
+    layer = self.data_layer
+    if not results or layer.interactive_inputs or not any(layer.transcripts):
+      return {}
+    return self.finalize_evaluation([(i, _edits(layer.transcripts[i], hyp))
+                                     for i, hyp in results])
 
   def finalize_inference(self, results: list) -> tuple[str, list[str]]:
     layer = self.data_layer

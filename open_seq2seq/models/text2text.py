@@ -123,6 +123,15 @@ class Text2Text(Model):
     return [(int(batch["id"][i]), self.target_text(predictions[i]))
             for i in range(len(predictions))]
 
+  def score_inference(self, results: list) -> dict[str, float]:
+    """BLEU of the translations when the infer data layer was given a ``target_file``."""
+    lookup = getattr(self.data_layer, "reference_text", None)
+    if lookup is None or not results or lookup(results[0][0]) is None:
+      return {}
+    references = [detokenize(split_tokens(lookup(i), self._delimiter), self._delimiter)
+                  for i, _ in results]
+    return {"BLEU": corpus_bleu([text for _, text in results], references)}
+
   def finalize_inference(self, results: list) -> tuple[str, list[str]]:
     """No header; one translation per line, in file order."""
     return "", [text for _, text in results]

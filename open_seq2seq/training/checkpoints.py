@@ -70,7 +70,9 @@ def variable_keys(root: tf.train.Checkpoint) -> dict[str, Any]:
       if id(child) in seen:
         continue
       seen.add(id(child))
-      child_path = f"{path}/{name}" if path else name
+      # escaped as TensorFlow escapes names in checkpoint keys ("." -> "..", "/" -> ".S")
+      escaped = name.replace(".", "..").replace("/", ".S")
+      child_path = f"{path}/{escaped}" if path else escaped
       if isinstance(child, tf.Variable) or _is_keras_variable(child):
         keys[f"{child_path}/.ATTRIBUTES/VARIABLE_VALUE"] = child
       else:
@@ -81,6 +83,73 @@ def variable_keys(root: tf.train.Checkpoint) -> dict[str, Any]:
 def _is_keras_variable(obj: Any) -> bool:
   import keras  # local: keep this module importable without building Keras state
   return isinstance(obj, keras.Variable)
+
+
+_KERAS_INTERNALS = frozenset({"_layers", "_trainable_variables", "_non_trainable_variables",
+                               "_seed_generators", "_tracker", "_inbound_nodes",
+                               "_outbound_nodes", "_losses", "_metrics"})
+
+
+def named_variables(layers: dict[str, Any]) -> dict[str, Any]:
+  """Every variable of ``layers`` (and their sublayers) under a stable, readable name.
+
+  Names follow attribute names (``encoder.encoder_layers.0.self_attention.kernel``), never
+  Keras' auto-generated layer names (``dense_3``), which depend on how many layers the
+  process built before. Keras 3 layers kept in Python lists are not tracked by
+  ``tf.train.Checkpoint``; naming every variable explicitly makes checkpoints complete and
+  lets ``load_model`` match variables by name. Dropout random-generator states are included
+  so that a resumed run draws the same masks.
+  """
+  import keras
+  named: dict[str, Any] = {}
+  seen: set[int] = set()
+
+  def visit(obj: Any, prefix: str) -> None:
+    if id(obj) in seen:
+      return
+    seen.add(id(obj))
+    if isinstance(obj, keras.random.SeedGenerator):
+      named[f"{prefix}.seed_state"] = obj.state
+      return
+    own = list(getattr(obj, "_trainable_variables", [])) + \
+        list(getattr(obj, "_non_trainable_variables", []))
+    for var in own:
+      if id(var) not in seen:
+        seen.add(id(var))
+        name = var.name.split("/")[-1]
+        named[f"{prefix}.{name}" if prefix else name] = var
+    for attr, value in sorted(vars(obj).items()):
+      if attr in _KERAS_INTERNALS or attr.startswith("_self_"):  # Keras / TF bookkeeping
+        continue
+      child = f"{prefix}.{attr.lstrip('_')}" if prefix else attr.lstrip("_")
+      if isinstance(value, (keras.layers.Layer, keras.random.SeedGenerator)):
+        visit(value, child)
+      elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+          if isinstance(item, (keras.layers.Layer, keras.random.SeedGenerator)):
+            visit(item, f"{child}.{i}")
+      elif isinstance(value, dict):
+        for key, item in sorted(value.items(), key=lambda kv: str(kv[0])):
+          if isinstance(item, (keras.layers.Layer, keras.random.SeedGenerator)):
+            visit(item, f"{child}.{key}")
+
+  for name, layer in layers.items():
+    visit(layer, name)
+  # Anything not reachable through attributes (e.g. layers kept in a closure) still gets
+  # saved, under its Keras path.
+  for layer in layers.values():
+    for var in layer.variables:
+      if id(var) not in seen:
+        seen.add(id(var))
+        named[f"unattributed.{var.path.replace('/', '.')}"] = var
+  return named
+
+
+def model_checkpoint_object(layers: dict[str, Any]) -> Any:
+  """A trackable holding every model variable by its stable name (see named_variables)."""
+  module = tf.Module()
+  module.weights = named_variables(layers)
+  return module
 
 
 class CheckpointStore:

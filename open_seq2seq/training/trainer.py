@@ -31,7 +31,7 @@ from open_seq2seq.optimizers import (LRPolicySchedule, complete_lr_policy_params
                                      freeze_filter, get_optimizer, regularization_loss)
 from open_seq2seq.training import reporting
 from open_seq2seq.training.checkpoints import (CheckpointStore, load_pretrained,
-                                               restore_across_dtypes)
+                                               model_checkpoint_object, restore_across_dtypes)
 from open_seq2seq.training.loss_scaling import make_loss_scaler
 from open_seq2seq.training.reporting import format_number, log
 from open_seq2seq.utils import precision
@@ -103,25 +103,28 @@ class Trainer:
     return int(self.optimizer.iterations.numpy())
 
   def _checkpoint_objects(self, with_data: bool) -> dict[str, Any]:
+    # The optimizer's state (update counter, slots) is saved on its own: the optimizer object
+    # also references the model's variables, and saving it whole would name the weights
+    # "optimizer/_trainable_variables/<i>" instead of by their place in the model.
+    optimizer_state = tf.Module()
+    optimizer_state.state = list(self.optimizer.variables)
     objects = {
-        "model": tf.Module(),
-        "optimizer": self.optimizer,
+        "model": model_checkpoint_object(self._model_layers()),
+        "optimizer": optimizer_state,
         "skipped_steps": self.skipped_steps,
         "tokens_seen": self.tokens_seen,
     }
-    objects["model"].encoder = self.model.encoder
-    objects["model"].decoder = self.model.decoder
-    if isinstance(self.model.loss, keras.layers.Layer):
-      objects["model"].loss = self.model.loss
-    # Keras keeps dropout random-generator states outside the layers' tracked attributes:
-    # save them explicitly so a resumed run draws the same dropout masks.
-    objects["rng"] = tf.Module()
-    objects["rng"].states = [v for v in self.model.variables if "seed_generator" in v.path]
     if self.loss_scaler is not None:
       objects["loss_scaler"] = self.loss_scaler
     if with_data and self._data_iterator is not None:
       objects["data"] = self._data_iterator
     return objects
+
+  def _model_layers(self) -> dict[str, Any]:
+    layers = {"encoder": self.model.encoder, "decoder": self.model.decoder}
+    if isinstance(self.model.loss, keras.layers.Layer):
+      layers["loss"] = self.model.loss
+    return layers
 
   def build(self, batch: dict) -> None:
     """Creates every variable by running the model once on a local batch."""
@@ -155,11 +158,11 @@ class Trainer:
 
   def restore_checkpoint(self, path: str) -> None:
     """Loads model weights only (eval/infer): optimizer state is not needed there."""
-    model = tf.Module()
-    model.encoder, model.decoder = self.model.encoder, self.model.decoder
-    if isinstance(self.model.loss, keras.layers.Layer):
-      model.loss = self.model.loss
+    model = model_checkpoint_object(self._model_layers())
     cast = restore_across_dtypes(tf.train.Checkpoint(model=model), path, expect_partial=True)
+    # checkpoints are named ckpt-<global step>: eval reports that step
+    suffix = path.rsplit("-", 1)[-1]
+    self._restored_step = int(suffix) if suffix.isdigit() else None
     if self.is_chief:
       log(f"Restored weights from {path}" +
           (f" (cast {len(cast)} variables to this run's dtype)" if cast else ""))
@@ -416,7 +419,8 @@ class Trainer:
   # ------------------------------------------------------------------ eval / infer
   def _predict_function(self):
     if not hasattr(self, "_predict_fn"):
-      self._predict_fn = tf.function(self.model.predict, reduce_retracing=True)
+      self._predict_fn = tf.function(self.model.predict, reduce_retracing=True,
+                                     autograph=False)
     return self._predict_fn
 
   def _eval_replica(self, batch: dict) -> dict:
@@ -436,8 +440,10 @@ class Trainer:
     # dropped (num_valid), so workers with uneven shards never wait for each other.
     batches = self.backend.eval_batches(
         lambda n, i: self._shard_layer(layer, n, i).build_dataset())
-    step_fn = tf.function(lambda b: self.backend.run(self._eval_replica, args=(b,)),
-                          reduce_retracing=True)
+    def replica_fn(batch):
+      return self.backend.run(self._eval_replica, args=(batch,))
+
+    step_fn = tf.function(replica_fn, reduce_retracing=True, autograph=False)
     total_batches = None
     try:
       size = layer.get_size_in_samples() * self.backend.num_workers
@@ -475,7 +481,8 @@ class Trainer:
     if weight > 0:
       metrics["loss"] = loss_sum / weight
     metrics.update(self.model.finalize_evaluation(results))
-    step = self.global_step if step is None else step
+    if step is None:
+      step = getattr(self, "_restored_step", None) or self.global_step
     if self.is_chief:
       log(f"eval at step {step}: " +
           ", ".join(f"{k} {format_number(float(v))}" for k, v in metrics.items()))
@@ -492,7 +499,10 @@ class Trainer:
     """Predictions for ``infer_layer``'s data in file order, plus metrics if it has targets."""
     results, eval_results, _, _ = self._run_pass(infer_layer, "infer")
     header, lines = self.model.finalize_inference(results)
-    metrics = self.model.finalize_evaluation(eval_results) if eval_results else {}
+    if eval_results:
+      metrics = self.model.finalize_evaluation(eval_results)
+    else:
+      metrics = self.model.score_inference(results)
     return header, lines, metrics
 
 

@@ -101,7 +101,9 @@ class Speech2TextDataLayer(DataLayer):
     self.paths: list[str] = []           # resolved paths
     self.transcripts: list[str] = []
     self._target_ids: list[list[int]] = []
-    if p["dataset_files"] is not None:
+    # interactive inference transcribes typed paths: the infer CSVs need not exist
+    interactive = getattr(model, "mode", None) == "interactive_infer"
+    if p["dataset_files"] is not None and not interactive:
       self._read_csvs(p["dataset_files"])
     self.cache = None
     if p["cache_features"]:

@@ -216,8 +216,16 @@ class ParallelTextDataLayer(DataLayer):
             f"source_file {p['source_file']} has {len(self._source.lengths)} lines but "
             f"target_file {target_path} has {len(target_lines)}; parallel files need one "
             "sentence pair per line, aligned")
-      if self.mode == "eval":
+      if self.mode in ("eval", "infer"):
         self._target_lines = target_lines  # references for BLEU keep out-of-vocabulary words
+    elif self.mode == "infer" and p["target_file"] is not None:
+      # infer never feeds targets to the model, but scores its output against them (BLEU)
+      self._target_lines = read_text_lines(p["target_file"], "target_file")
+      if len(self._target_lines) != len(self._source.lengths):
+        raise DataError(
+            f"source_file {p['source_file']} has {len(self._source.lengths)} lines but "
+            f"target_file {p['target_file']} has {len(self._target_lines)}; parallel files "
+            "need one sentence pair per line, aligned")
     # The same selection build_dataset applies, computed here to know sizes up front.
     count = len(self._source.lengths)
     keep = np.arange(count) % self.num_workers == self.worker_id
@@ -239,7 +247,7 @@ class ParallelTextDataLayer(DataLayer):
     return int(self._kept.sum())
 
   def reference_text(self, example_id: int) -> str | None:
-    """Raw target line ``example_id`` (eval mode only), the reference for BLEU."""
+    """Raw target line ``example_id`` (eval, and infer with a target_file): BLEU's reference."""
     if self._target_lines is None:
       return None
     return self._target_lines[int(example_id)]

@@ -14,7 +14,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.parts.transformer.utils import dropout
+from open_seq2seq.parts.transformer.utils import dropout, dropout_seed_generator
 
 
 class _AttentionBase(keras.layers.Layer):
@@ -41,6 +41,7 @@ class _AttentionBase(keras.layers.Layer):
     # variable paths nest) means no variable is ever created inside a traced while_loop.
     for layer in self._projections():
       layer.build((None, self.hidden_size))
+    self.seed_generator = dropout_seed_generator(self.attention_dropout)
 
   def _projections(self) -> list[keras.layers.Dense]:
     raise NotImplementedError
@@ -59,7 +60,7 @@ class _AttentionBase(keras.layers.Layer):
     if bias is not None:
       logits += tf.cast(bias, tf.float32)
     weights = tf.cast(tf.nn.softmax(logits), v.dtype)
-    weights = dropout(weights, self.attention_dropout, training)
+    weights = dropout(weights, self.attention_dropout, training, self.seed_generator)
     out = tf.matmul(weights, v)  # [B, N, Tq, D]
     batch, length = tf.shape(out)[0], tf.shape(out)[2]
     out = tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [batch, length, self.hidden_size])

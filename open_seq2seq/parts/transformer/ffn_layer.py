@@ -7,7 +7,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.parts.transformer.utils import dropout
+from open_seq2seq.parts.transformer.utils import dropout, dropout_seed_generator
 
 
 class FeedForwardNetwork(keras.layers.Layer):
@@ -31,9 +31,10 @@ class FeedForwardNetwork(keras.layers.Layer):
   def build(self, input_shape=None):
     self.filter_dense.build((None, self.hidden_size))
     self.output_dense.build((None, self.filter_size))
+    self.seed_generator = dropout_seed_generator(self.relu_dropout)
 
   def call(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
-    hidden = dropout(self.filter_dense(x), self.relu_dropout, training)
+    hidden = dropout(self.filter_dense(x), self.relu_dropout, training, self.seed_generator)
     return self.output_dense(hidden)
 
 

@@ -105,15 +105,22 @@ def get_decoder_self_attention_bias(length: Any, dtype: Any = tf.float32) -> tf.
   return bias[None, None, :, :]
 
 
-def dropout(x: tf.Tensor, rate: float, training: bool | None) -> tf.Tensor:
-  """Dropout that is a no-op unless ``training`` is true and ``rate`` > 0.
+def dropout_seed_generator(rate: float) -> keras.random.SeedGenerator | None:
+  """A layer's own dropout RNG (None when ``rate`` is 0), created inside its ``build``.
 
-  Uses the stateless-variable ``tf.nn.dropout`` rather than ``keras.layers.Dropout`` so the
-  model holds no RNG state variables (which complicate checkpoints and distribution).
+  As in ``keras.layers.Dropout``, the RNG state is a variable (path ``.../dropout_seed/
+  seed_generator_state``), so a checkpoint holds it and a resumed run draws the same
+  masks as an uninterrupted one; its initial seed comes from Python's seeded ``random``.
   """
+  return keras.random.SeedGenerator(name="dropout_seed") if rate else None
+
+
+def dropout(x: tf.Tensor, rate: float, training: bool | None,
+            seed_generator: keras.random.SeedGenerator | None) -> tf.Tensor:
+  """Dropout that is a no-op unless ``training`` is true and ``rate`` > 0."""
   if not training or not rate:
     return x
-  return tf.nn.dropout(x, rate=rate)
+  return keras.random.dropout(x, rate, seed=seed_generator)
 
 
 def resolve_initializer(initializer: Any, initializer_params: dict | None) -> Any:
@@ -173,10 +180,11 @@ class ResidualNorm(keras.layers.Layer):
 
   def build(self, input_shape=None):
     self.norm.build((None, self.hidden_size))
+    self.seed_generator = dropout_seed_generator(self.dropout_rate)
 
   def pre(self, x: tf.Tensor) -> tf.Tensor:
     return self.norm(x) if self.pre_norm else x
 
   def post(self, x: tf.Tensor, y: tf.Tensor, training: bool | None) -> tf.Tensor:
-    out = x + dropout(y, self.dropout_rate, training)
+    out = x + dropout(y, self.dropout_rate, training, self.seed_generator)
     return out if self.pre_norm else self.norm(out)

@@ -1,0 +1,87 @@
+"""Tiny audio corpora made at test time and small Speech2Text configs for the speech tests."""
+
+from __future__ import annotations
+
+import csv
+import os
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VOCAB = os.path.join(ROOT, "open_seq2seq", "test_utils", "toy_speech_data", "vocab.txt")
+CONFIG_DIR = os.path.join(ROOT, "example_configs", "speech2text")
+POCKETSPHINX_DIR = "/usr/share/pocketsphinx/test/data"
+
+TINY_TDNN = {
+    "convnet_layers": [
+        {"type": "conv1d", "repeat": 1, "kernel_size": [5], "stride": [2], "num_channels": 16},
+        {"type": "conv1d", "repeat": 2, "kernel_size": [5], "stride": [1], "num_channels": 16,
+         "residual": True, "residual_dense": True},
+        {"type": "sep_conv1d", "repeat": 2, "kernel_size": [7], "stride": [1],
+         "num_channels": 16, "residual": True, "residual_dense": True},
+        {"type": "conv1d", "repeat": 1, "kernel_size": [3], "stride": [1], "num_channels": 24,
+         "dilation": [2]},
+    ],
+    "normalization": "batch_norm",
+}
+
+
+def tone(duration: float, freq: float, sample_freq: int = 16000, seed: int = 0) -> np.ndarray:
+  """A chirp-ish tone plus a little noise, float32 in [-0.5, 0.5]."""
+  rng = np.random.default_rng(seed)
+  t = np.arange(int(duration * sample_freq)) / sample_freq
+  signal = 0.4 * np.sin(2 * np.pi * (freq + 200 * t) * t) + 0.02 * rng.standard_normal(len(t))
+  return signal.astype(np.float32)
+
+
+def write_corpus(directory: str, transcripts: list[str], durations: list[float] | None = None,
+                 sample_freq: int = 16000, fmt: str = "wav", csv_name: str = "data.csv",
+                 subdir: str = "audio") -> str:
+  """Writes one tone per transcript and a CSV (paths relative to the CSV); returns the CSV."""
+  import soundfile
+  os.makedirs(os.path.join(directory, subdir), exist_ok=True)
+  durations = durations or [0.3 + 0.1 * (i % 5) for i in range(len(transcripts))]
+  csv_path = os.path.join(directory, csv_name)
+  with open(csv_path, "w", encoding="utf-8", newline="") as f:
+    writer = csv.writer(f)
+    writer.writerow(["wav_filename", "wav_filesize", "transcript"])
+    for i, (text, duration) in enumerate(zip(transcripts, durations)):
+      rel = os.path.join(subdir, f"{i:04d}.{fmt}")
+      path = os.path.join(directory, rel)
+      soundfile.write(path, tone(duration, 200 + 50 * i, sample_freq, i), sample_freq,
+                      subtype="PCM_16", format=fmt.upper())
+      writer.writerow([rel, os.path.getsize(path), text])
+  return csv_path
+
+
+def speech_config(csv_files: list[str], encoder=None, encoder_params=None,
+                  data_params=None, decoder_params=None, **top) -> dict:
+  """An unvalidated Speech2Text config dict over ``csv_files`` with a tiny TDNN."""
+  from open_seq2seq.data.speech2text.speech2text import Speech2TextDataLayer
+  from open_seq2seq.decoders.fc_decoders import FullyConnectedCTCDecoder
+  from open_seq2seq.encoders.tdnn_encoder import TDNNEncoder
+  from open_seq2seq.losses.ctc_loss import CTCLoss
+  config = {
+      "random_seed": 0, "max_steps": 10, "batch_size_per_gpu": 4,
+      "encoder": encoder or TDNNEncoder,
+      "encoder_params": dict(TINY_TDNN if encoder_params is None else encoder_params),
+      "decoder": FullyConnectedCTCDecoder, "decoder_params": dict(decoder_params or {}),
+      "loss": CTCLoss,
+      "data_layer": Speech2TextDataLayer,
+      "data_layer_params": {"num_audio_features": 32, "input_type": "logfbank",
+                            "vocab_file": VOCAB, "dataset_files": list(csv_files),
+                            **(data_params or {})},
+  }
+  config.update(top)
+  return config
+
+
+def build_model(config: dict, mode: str = "train"):
+  from open_seq2seq.config import resolve_config
+  from open_seq2seq.models.speech2text import Speech2Text
+  return Speech2Text(resolve_config(Speech2Text, config, mode), mode)
+
+
+def to_numpy(structure):
+  import tensorflow as tf
+  return tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else t, structure)

@@ -1,0 +1,112 @@
+"""Rank, size, hosts and ports from launcher environments; backend choice and its errors."""
+
+import json
+import sys
+
+import pytest
+
+from open_seq2seq.distributed import cluster
+from open_seq2seq.errors import ConfigError
+
+OPEN_MPI = {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4",
+            "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+            "OMPI_MCA_ess_base_jobid": "12345"}
+
+
+def test_single_process_without_launcher():
+  info = cluster.detect({})
+  assert (info.rank, info.size, info.source, info.is_multi_process) == (0, 1, "single", False)
+
+
+def test_open_mpi_environment():
+  info = cluster.detect(OPEN_MPI)
+  assert (info.rank, info.size, info.local_rank, info.local_size) == (1, 4, 1, 2)
+  assert info.source == "openmpi" and info.job_id == "12345" and not info.all_local
+
+
+def test_local_launcher_is_told_apart_from_open_mpi():
+  env = dict(OPEN_MPI, OMPI_COMM_WORLD_LOCAL_SIZE="4", OPEN_SEQ2SEQ_LAUNCHER="1")
+  info = cluster.detect(env)
+  assert info.source == "launcher" and info.all_local
+
+
+def test_mpich_hydra_environment():
+  info = cluster.detect({"PMI_RANK": "2", "PMI_SIZE": "3", "MPI_LOCALRANKID": "0",
+                         "MPI_LOCALNRANKS": "1"})
+  assert (info.rank, info.size, info.local_rank, info.local_size, info.source) == \
+      (2, 3, 0, 1, "mpich")
+
+
+def test_tf_config_orders_chief_first():
+  config = {"cluster": {"chief": ["a:1"], "worker": ["b:2", "a:3"]},
+            "task": {"type": "worker", "index": 1}}
+  info = cluster.detect({"TF_CONFIG": json.dumps(config)})
+  assert (info.rank, info.size, info.source) == (2, 3, "tf_config")
+  assert (info.local_rank, info.local_size) == (1, 2)  # a:1 and a:3 share host a
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{not json", "TF_CONFIG is not valid"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "ps", "index": 0}}', "'ps'"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}', "not in"),
+])
+def test_bad_tf_config_is_one_clear_line(text, message):
+  with pytest.raises(ConfigError, match=message) as e:
+    cluster.detect({"TF_CONFIG": text})
+  assert "\n" not in str(e.value)
+
+
+def test_bad_rank_variable():
+  with pytest.raises(ConfigError, match="OMPI_COMM_WORLD_RANK"):
+    cluster.detect(dict(OPEN_MPI, OMPI_COMM_WORLD_RANK="one"))
+
+
+def test_ports_are_agreed_without_communication():
+  info = cluster.detect(OPEN_MPI)
+  other = cluster.detect(dict(OPEN_MPI, OMPI_COMM_WORLD_RANK="3"))
+  assert cluster.base_port(info, {}) == cluster.base_port(other, {})  # same job id
+  assert 20000 <= cluster.base_port(info, {}) < 40000
+  assert cluster.base_port(info, {"OPEN_SEQ2SEQ_PORT": "30000"}) == 30000
+  assert cluster.base_port(cluster.ClusterInfo(size=2), {}) == cluster.DEFAULT_PORT
+  with pytest.raises(ConfigError, match="1024"):
+    cluster.base_port(info, {"OPEN_SEQ2SEQ_PORT": "80"})
+
+
+def test_tf_config_for_local_job_uses_loopback_and_one_port_per_rank():
+  info = cluster.ClusterInfo(rank=1, size=2, local_rank=1, local_size=2, source="openmpi")
+  config = cluster.tf_config_for(info, {"OPEN_SEQ2SEQ_PORT": "31000"})
+  assert config == {"cluster": {"worker": ["127.0.0.1:31000", "127.0.0.1:31001"]},
+                    "task": {"type": "worker", "index": 1}}
+
+
+def test_hosts_from_environment():
+  info = cluster.detect(OPEN_MPI)
+  hosts = cluster.worker_hosts(info, {"OPEN_SEQ2SEQ_HOSTS": "n0,n0,n1,n1"})
+  assert hosts == ["n0", "n0", "n1", "n1"]
+  assert cluster.worker_hosts(info, {"OPEN_SEQ2SEQ_HOSTS": "n0"}) == ["n0"] * 4
+  with pytest.raises(ConfigError, match="one host per rank"):
+    cluster.worker_hosts(info, {"OPEN_SEQ2SEQ_HOSTS": "n0,n1"})
+
+
+def test_horovod_absent_gives_one_line_pointing_at_the_script(monkeypatch):
+  from open_seq2seq.distributed import horovod_backend
+  monkeypatch.setitem(sys.modules, "horovod", None)  # makes the import fail
+  monkeypatch.setitem(sys.modules, "horovod.tensorflow", None)
+  with pytest.raises(ConfigError) as e:
+    horovod_backend.import_horovod()
+  message = str(e.value)
+  assert "scripts/install_horovod.sh" in message and "open_seq2seq.launch" in message
+  assert "\n" not in message
+
+
+def test_factory_rejects_impossible_device_requests(monkeypatch):
+  from open_seq2seq.distributed import factory
+  monkeypatch.delenv("TF_CONFIG", raising=False)
+  for name in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "HOROVOD_RANK"):
+    monkeypatch.delenv(name, raising=False)
+  with pytest.raises(ConfigError, match="--cpu_towers"):
+    factory.make_backend({"num_gpus": 4, "use_horovod": False})  # no GPU on the test host
+  with pytest.raises(ConfigError, match="cpu_towers"):
+    factory.make_backend({"num_gpus": 1, "use_horovod": True}, cpu_towers=2)
+  backend = factory.make_backend({"num_gpus": 1, "use_horovod": False})
+  assert (backend.name, backend.num_workers, backend.is_chief) == ("single", 1, True)

@@ -1,0 +1,207 @@
+"""Data parallelism gives the single-process results: towers over 2 logical CPU devices,
+TensorFlow multi-worker with 2 processes (local launcher and mpiexec) and Horovod with 2
+processes. Also iter_size under distribution, eval/infer split over workers, and a dead
+worker stopping the job (then --continue_learning resuming it).
+
+Every run is a real ``run.py`` on 127.0.0.1 with a tiny model (tests/distributed_helpers.py);
+each has a timeout, and every process stops by itself.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+import pytest
+
+from open_seq2seq import launch
+from tests import distributed_helpers as h
+
+pytestmark = pytest.mark.slow
+
+#: Float sums are done in another order across replicas; a wrong split differs by ~1e-2.
+WEIGHT_TOLERANCE = 1e-4
+
+
+def _horovod_missing() -> str | None:
+  if not h.have_mpiexec():
+    return "mpiexec not found: run scripts/install_horovod.sh"
+  try:
+    import horovod.tensorflow  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+  except ImportError as e:
+    return f"Horovod is not installed ({e}): run scripts/install_horovod.sh"
+  return None
+
+
+HOROVOD_MISSING = _horovod_missing()
+if HOROVOD_MISSING:
+  warnings.warn(f"Horovod tests skipped: {HOROVOD_MISSING}")
+needs_horovod = pytest.mark.skipif(HOROVOD_MISSING is not None, reason=str(HOROVOD_MISSING))
+needs_mpiexec = pytest.mark.skipif(not h.have_mpiexec(), reason="mpiexec not found")
+
+#: name -> (how the processes start, extra run.py arguments, marks)
+BACKENDS = {
+    "towers": ("single", ["--cpu_towers=2"], []),
+    "multi_worker": ("launch", [], []),
+    "multi_worker_mpiexec": ("mpiexec", [], [needs_mpiexec]),
+    "horovod": ("mpiexec", ["--use_horovod=True"], [needs_horovod]),
+}
+
+
+def _params(*names):
+  return [pytest.param(BACKENDS[name][:2], id=name, marks=BACKENDS[name][2]) for name in names]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+  root = tmp_path_factory.mktemp("distributed")
+  data = h.make_data(str(root / "data"))
+  return root, h.write_config(str(root), data)
+
+
+def _args(config, logdir, mode="train_eval", *extra):
+  return [f"--config_file={config}", f"--mode={mode}", f"--logdir={logdir}", *extra]
+
+
+def _check(result):
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  return result
+
+
+@pytest.fixture(scope="module")
+def reference(setup):
+  """One process, global batch 16, 3 steps (then eval): the run every backend must match."""
+  root, config = setup
+  logdir = str(root / "single")
+  result = _check(h.run("single", _args(config, logdir, "train_eval",
+                                        "--batch_size_per_gpu=16")))
+  return logdir, result.stdout
+
+
+def _loss_lines(stdout):
+  return [line.split("| lr")[0].split("] ")[-1] for line in stdout.splitlines()
+          if "| loss" in line]
+
+
+@pytest.mark.parametrize("backend", _params("towers", "multi_worker", "multi_worker_mpiexec",
+                                            "horovod"))
+def test_training_matches_one_process_with_the_same_global_batch(setup, reference, backend,
+                                                                 tmp_path):
+  launcher, extra = backend
+  _, config = setup
+  logdir = str(tmp_path / "run")
+  result = _check(h.run(launcher, _args(config, logdir, "train", "--batch_size_per_gpu=8",
+                                        *extra)))
+  assert "2 replica(s)" in result.stdout
+  assert _loss_lines(result.stdout) == _loss_lines(reference[1])  # chief alone prints them
+  assert h.max_difference(h.weights(logdir), h.weights(reference[0])) < WEIGHT_TOLERANCE
+  assert result.stdout.count("Finished training") == 1  # only the chief logs
+
+
+@pytest.mark.parametrize("backend", _params("multi_worker", "horovod"))
+def test_iter_size_under_distribution(setup, reference, backend, tmp_path):
+  """2 workers x batch 4 x iter_size 2 = one process with batch 16."""
+  launcher, extra = backend
+  _, config = setup
+  logdir = str(tmp_path / "run")
+  _check(h.run(launcher, _args(config, logdir, "train", "--batch_size_per_gpu=4",
+                               "--iter_size=2", *extra)))
+  assert h.max_difference(h.weights(logdir), h.weights(reference[0])) < WEIGHT_TOLERANCE
+
+
+def _eval_and_infer(launcher, config, logdir, output, extra):
+  evaluated = _check(h.run(launcher, _args(config, logdir, "eval", *extra)))
+  _check(h.run(launcher, _args(config, logdir, "infer", f"--infer_output_file={output}",
+                               *extra)))
+  with open(output, encoding="utf-8") as f:
+    return h.eval_line(evaluated.stdout), f.read()
+
+
+@pytest.fixture(scope="module")
+def reference_outputs(setup, reference):
+  root, config = setup
+  return _eval_and_infer("single", config, reference[0], str(root / "single-infer.txt"), [])
+
+
+@pytest.mark.parametrize("backend", _params("towers", "multi_worker", "horovod"))
+def test_eval_and_infer_split_over_workers_give_single_process_outputs(
+    setup, reference, reference_outputs, backend, tmp_path):
+  # 43 examples in batches of 7: two workers read 22 and 21 (4 and 3 batches), towers
+  # run 7 batches on 2 devices; the padding replicas' outputs must be dropped.
+  launcher, extra = backend
+  _, config = setup
+  eval_line, predictions = _eval_and_infer(launcher, config, reference[0],
+                                           str(tmp_path / "infer.txt"), extra)
+  assert predictions.count("\n") == 43
+  assert predictions == reference_outputs[1]
+  assert eval_line == reference_outputs[0]
+
+
+def _start_rank(rank, port, args):
+  env = h.environment(**launch.rank_environment(rank, 2, port))
+  return subprocess.Popen([sys.executable, *h.run_py(), *args], env=env, cwd=h.ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_dead_worker_stops_the_job_with_a_clear_error_then_resumes(setup, tmp_path):
+  _, config = setup
+  logdir = str(tmp_path / "run")
+  args = _args(config, logdir, "train", "--max_steps=1000000", "--save_checkpoint_steps=20",
+               "--print_loss_steps=100", "--batch_size_per_gpu=8")
+  port = launch.free_base_port(2)
+  chief, worker = _start_rank(0, port, args), _start_rank(1, port, args)
+  try:
+    h.wait_for(lambda: os.path.exists(os.path.join(logdir, "ckpt-20.index")) or
+               chief.poll() is not None, 240, "the first checkpoint")
+    assert chief.poll() is None, chief.communicate()[1][-3000:]
+    worker.send_signal(signal.SIGKILL)
+    killed = time.time()
+    _, stderr = chief.communicate(timeout=120)
+    waited = time.time() - killed
+  finally:
+    for proc in (chief, worker):
+      if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+  assert chief.returncode not in (0, None)
+  lines = [line for line in stderr.splitlines() if line.startswith("error:")]
+  assert lines and "another worker" in lines[-1] and "--continue_learning" in lines[-1], \
+      stderr[-3000:]
+  assert waited < 120
+
+  latest = int(h.tf.train.latest_checkpoint(logdir).rsplit("-", 1)[1])
+  resumed = _check(h.run("launch", _args(config, logdir, "train", "--continue_learning",
+                                         f"--max_steps={latest + 3}",
+                                         "--batch_size_per_gpu=8")))
+  assert f"at step {latest}" in resumed.stdout
+  assert h.tf.train.latest_checkpoint(logdir).endswith(f"ckpt-{latest + 3}")
+
+
+@needs_horovod
+def test_dead_horovod_rank_stops_the_mpi_job(setup, tmp_path):
+  _, config = setup
+  logdir = str(tmp_path / "run")
+  args = _args(config, logdir, "train", "--max_steps=1000000", "--save_checkpoint_steps=20",
+               "--print_loss_steps=100", "--batch_size_per_gpu=8", "--use_horovod=True")
+  job = subprocess.Popen(h.command("mpiexec", args), env=h.environment(), cwd=h.ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  try:
+    h.wait_for(lambda: os.path.exists(os.path.join(logdir, "ckpt-20.index")) or
+               job.poll() is not None, 240, "the first checkpoint")
+    assert job.poll() is None, job.communicate()[1][-3000:]
+    ranks = subprocess.run(["pgrep", "-P", str(job.pid)], capture_output=True, text=True)
+    pids = [int(p) for p in ranks.stdout.split()]
+    assert len(pids) == 2, ranks
+    os.kill(pids[1], signal.SIGKILL)
+    killed = time.time()
+    _, stderr = job.communicate(timeout=120)
+    waited = time.time() - killed
+  finally:
+    if job.poll() is None:
+      job.kill()
+      job.communicate()
+  assert job.returncode != 0
+  assert "signal 9" in stderr or "Killed" in stderr, stderr[-3000:]
+  assert waited < 120

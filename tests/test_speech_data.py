@@ -1,0 +1,177 @@
+"""Speech2TextDataLayer: CSV reading, path resolution, batches, sharding, cache, errors."""
+
+import os
+
+import numpy as np
+import pytest
+
+from open_seq2seq.config import resolve_config
+from open_seq2seq.data.speech2text.speech2text import Speech2TextDataLayer
+from open_seq2seq.errors import ConfigError, DataError
+from tests.speech.helpers import VOCAB, tone, to_numpy, write_corpus
+
+TRANSCRIPTS = ["one two", "three", "four five six", "seven", "eight nine", "zero", "ten"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+  return write_corpus(str(tmp_path_factory.mktemp("corpus")), TRANSCRIPTS)
+
+
+def make_layer(csv_files, mode="train", batch_size=3, num_workers=1, worker_id=0, **params):
+  declared = Speech2TextDataLayer.validate_params(
+      {"num_audio_features": 24, "input_type": "logfbank", "vocab_file": VOCAB,
+       "dataset_files": csv_files, **params})
+  return Speech2TextDataLayer(declared, None, mode, batch_size, num_workers, worker_id)
+
+
+def collect(layer, limit=100):
+  return [to_numpy(b) for b in layer.build_dataset().take(limit)]
+
+
+def test_eval_batches_cover_every_row_in_order(corpus):
+  layer = make_layer([corpus], mode="eval", pad_to=8)
+  assert layer.params["tgt_vocab_size"] == 29
+  batches = collect(layer)
+  ids = np.concatenate([b["id"] for b in batches]).tolist()
+  assert ids == list(range(len(TRANSCRIPTS)))
+  for b in batches:
+    x, x_len = b["source_tensors"]
+    y, y_len = b["target_tensors"]
+    assert x.dtype == np.float32 and x.shape[2] == 24 and x.shape[1] % 8 == 0
+    assert x.shape[1] >= x_len.max() and np.all(x[0, x_len[0]:] == 0)
+    for row, n, i in zip(y, y_len, b["id"]):
+      assert layer.targets.decode(row[:n]) == TRANSCRIPTS[i]
+  # 0.3 s at a 10 ms stride -> 31 frames
+  assert batches[0]["source_tensors"][1][0] == 31
+
+
+def test_infer_has_no_targets_and_names_files(corpus):
+  layer = make_layer([corpus], mode="infer")
+  batch = collect(layer)[0]
+  assert "target_tensors" not in batch
+  assert layer.wav_filename(1) == os.path.join("audio", "0001.wav")
+
+
+def test_train_shards_are_disjoint_and_repeat(corpus):
+  seen = []
+  for worker in range(2):
+    layer = make_layer([corpus], num_workers=2, worker_id=worker, batch_size=1)
+    ids = [int(b["id"][0]) for b in collect(layer, limit=layer.get_size_in_samples() * 2)]
+    assert sorted(ids[:len(ids) // 2]) == sorted(ids[len(ids) // 2:])  # one epoch, twice
+    seen.append(set(ids))
+  assert not seen[0] & seen[1] and seen[0] | seen[1] == set(range(len(TRANSCRIPTS)))
+
+
+def test_train_duration_filter_only_in_train(corpus):
+  # durations are 0.3, 0.4, 0.5, 0.6, 0.7, 0.3, 0.4 s
+  layer = make_layer([corpus], repeat=False, max_duration=0.45, min_duration=0.35)
+  ids = sorted(np.concatenate([b["id"] for b in collect(layer)]).tolist())
+  assert ids == [1, 6]
+  eval_layer = make_layer([corpus], mode="eval", max_duration=0.45)
+  assert len(np.concatenate([b["id"] for b in collect(eval_layer)])) == len(TRANSCRIPTS)
+
+
+def test_augmentation_only_in_train(corpus):
+  aug = {"n_time_mask": 2, "width_time_mask": 5, "speed_perturbation_ratio": 0.1}
+  train = make_layer([corpus], augmentation=aug)
+  evaluation = make_layer([corpus], mode="eval", augmentation=aug)
+  rng = np.random.default_rng(0)
+  a = train.featurize(train.paths[0], rng, augment=True)[0]
+  b = evaluation.featurize(evaluation.paths[0])[0]
+  c = evaluation.featurize(evaluation.paths[0])[0]
+  assert a.shape != b.shape or not np.allclose(a, b)
+  np.testing.assert_array_equal(b, c)
+
+
+def test_relative_paths_from_cwd_then_csv_folder(tmp_path, monkeypatch):
+  csv_path = write_corpus(str(tmp_path / "data"), ["one"])
+  monkeypatch.chdir(tmp_path)
+  assert make_layer([csv_path]).paths[0] == os.path.join(str(tmp_path / "data"), "audio",
+                                                         "0000.wav")
+  os.makedirs(tmp_path / "audio")
+  os.link(tmp_path / "data" / "audio" / "0000.wav", tmp_path / "audio" / "0000.wav")
+  assert make_layer([csv_path]).paths[0] == os.path.join("audio", "0000.wav")
+
+
+def test_flac_and_resampling(tmp_path):
+  csv_path = write_corpus(str(tmp_path), ["one", "two"], sample_freq=8000, fmt="flac")
+  layer = make_layer([csv_path], mode="eval")
+  x_len = collect(layer)[0]["source_tensors"][1]
+  assert x_len.tolist() == [31, 41]  # frames at 16 kHz
+  with pytest.raises(Exception, match="8000 Hz but sample_freq is 16000"):
+    collect(make_layer([csv_path], mode="eval", resample=False))
+
+
+def test_user_errors_are_one_line(tmp_path, corpus):
+  missing = tmp_path / "missing.csv"
+  missing.write_text("wav_filename,wav_filesize,transcript\nnowhere.wav,1,one\n")
+  with pytest.raises(DataError, match=r"missing.csv:2: audio file nowhere.wav not found"):
+    make_layer([str(missing)])
+  bad_header = tmp_path / "header.csv"
+  bad_header.write_text("file,text\na.wav,one\n")
+  with pytest.raises(DataError, match="header must be"):
+    make_layer([str(bad_header)])
+  bad_char = write_corpus(str(tmp_path / "chars"), ["caf\u00e9"])
+  with pytest.raises(DataError, match="data.csv:2: character '\u00e9' is not in the vocab"):
+    make_layer([bad_char])
+  with pytest.raises(DataError, match="does not exist"):
+    make_layer([str(tmp_path / "none.csv")])
+  with pytest.raises(ConfigError, match="vocab_file"):
+    make_layer([corpus], vocab_file=str(tmp_path / "none.txt"))
+  with pytest.raises(ConfigError, match="unknown augmentation"):
+    make_layer([corpus], augmentation={"warp": 1})
+  with pytest.raises(ConfigError, match="dataset_files: needed"):
+    make_layer(None, mode="eval").build_dataset()
+
+
+def test_uppercase_transcripts_are_lowercased(tmp_path):
+  csv_path = write_corpus(str(tmp_path), ["Hello  World"])
+  layer = make_layer([csv_path], mode="eval")
+  assert layer.transcripts == ["hello world"]
+
+
+def test_feature_cache_round_trip(tmp_path, corpus):
+  cache_dir = str(tmp_path / "cache")
+  layer = make_layer([corpus], mode="eval", cache_features=True, cache_dir=cache_dir)
+  first = collect(layer)
+  files = [os.path.join(d, f) for d, _, fs in os.walk(cache_dir) for f in fs]
+  assert len(files) == len(TRANSCRIPTS) and all(f.endswith(".npy") for f in files)
+  # a cached entry is what the layer reads back
+  entry = layer.cache.entry(layer.paths[0])
+  np.save(entry, np.full((5, 24), 7.0, np.float32))
+  assert np.all(layer.featurize(layer.paths[0])[0] == 7.0)
+  regen = make_layer([corpus], mode="eval", cache_features=True, cache_dir=cache_dir,
+                     cache_regenerate=True)
+  again = collect(regen)
+  np.testing.assert_allclose(again[0]["source_tensors"][0], first[0]["source_tensors"][0])
+
+
+def test_dataset_from_inputs(tmp_path, corpus):
+  layer = make_layer([corpus], mode="infer", batch_size=4)
+  batch = to_numpy(next(iter(layer.dataset_from_inputs([layer.paths[0], tone(0.5, 300)]))))
+  assert batch["source_tensors"][1].tolist() == [31, 51]
+  assert layer.wav_filename(0) == layer.paths[0]
+  with pytest.raises(DataError, match="not found"):
+    layer.dataset_from_inputs([str(tmp_path / "nothing.wav")])
+
+
+def test_sentencepiece_targets(tmp_path, corpus):
+  spm = pytest.importorskip("sentencepiece")
+  text = tmp_path / "text.txt"
+  text.write_text("\n".join(TRANSCRIPTS * 20) + "\n")
+  spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(tmp_path / "sp"),
+                                 vocab_size=30, model_type="bpe", minloglevel=2)
+  layer = make_layer([corpus], mode="eval", vocab_file=str(tmp_path / "sp.model"))
+  assert layer.params["tgt_vocab_size"] == 31
+  batch = collect(layer)[0]
+  y, y_len = batch["target_tensors"]
+  assert layer.targets.decode(y[0, :y_len[0]]) == TRANSCRIPTS[0]
+
+
+def test_params_are_validated_by_the_config_loader(corpus):
+  from open_seq2seq.models.speech2text import Speech2Text
+  from tests.speech.helpers import speech_config
+  config = speech_config([corpus], data_params={"window": "blackman"})
+  with pytest.raises(ConfigError, match="data_layer_params/window"):
+    resolve_config(Speech2Text, config, "train")

@@ -1,0 +1,86 @@
+"""End to end on synthetic speech through run.py: the toy Wave2Letter config learns to
+transcribe held-out utterances (WER < 0.25), and eval, infer and interactive infer work on
+the trained run."""
+
+import csv
+import os
+import shutil
+
+import pytest
+
+from open_seq2seq.utils.metrics import word_error_rate
+from tests import toy
+from tests.speech.helpers import CONFIG_DIR, VOCAB
+from tests.test_speech_scripts import load_script
+
+pytestmark = pytest.mark.slow
+
+CONFIG = os.path.join(CONFIG_DIR, "w2l_toy_synthetic.py")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+  """A working directory holding data/synthetic_speech (the toy config's relative paths)."""
+  if not (shutil.which("espeak-ng") and shutil.which("flite")):
+    pytest.skip("espeak-ng/flite not installed (Debian packages espeak-ng, flite)")
+  root = tmp_path_factory.mktemp("speech_run")
+  load_script("make_synthetic_speech").make_corpus(
+      str(root / "data" / "synthetic_speech"), {"train": 400, "dev": 40, "test": 40}, seed=0)
+  return str(root)
+
+
+def run(workdir, mode, *extra, stdin=None):
+  args = [f"--config_file={CONFIG}", f"--mode={mode}", f"--logdir={workdir}/logdir",
+          f"--data_layer_params/vocab_file={VOCAB}", *extra]
+  if stdin is None:
+    return toy.run_cli(args, cwd=workdir)
+  import subprocess
+  import sys
+  return subprocess.run([sys.executable, os.path.join(toy.ROOT, "run.py"), *args], cwd=workdir,
+                        input=stdin, capture_output=True, text=True, timeout=600,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=toy.ROOT))
+
+
+@pytest.fixture(scope="module")
+def trained(workdir):
+  result = run(workdir, "train_eval")
+  assert result.returncode == 0, result.stderr[-3000:]
+  return result
+
+
+def read_rows(path):
+  with open(path, encoding="utf-8", newline="") as f:
+    return list(csv.DictReader(f))
+
+
+def test_train_eval_reports_wer_and_samples(trained, workdir):
+  out = trained.stdout
+  assert "Sample target:" in out and "Sample prediction:" in out
+  assert "eval at step 600" in out and "WER" in out and "CER" in out
+  assert os.path.isfile(os.path.join(workdir, "logdir", "best_models", "best.json"))
+
+
+def test_learns_to_transcribe_held_out_speech(trained, workdir):
+  output = os.path.join(workdir, "test_predictions.csv")
+  result = run(workdir, "infer", f"--infer_output_file={output}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  predictions = read_rows(output)
+  references = read_rows(os.path.join(workdir, "data", "synthetic_speech", "test.csv"))
+  assert [p["wav_filename"] for p in predictions] == [r["wav_filename"] for r in references]
+  wer = word_error_rate([r["transcript"] for r in references],
+                        [p["predicted_transcript"] for p in predictions])
+  assert wer < 0.25, f"held-out WER {wer:.3f}"
+  assert "WER" in result.stdout  # the infer CSV has transcripts, so it is scored too
+
+
+def test_eval_and_interactive_infer(trained, workdir):
+  evaluated = run(workdir, "eval")
+  assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+  assert "eval at step 600" in evaluated.stdout and "WER" in evaluated.stdout
+  wav = os.path.join(workdir, "data", "synthetic_speech", "test", "000000.wav")
+  expected = read_rows(os.path.join(workdir, "data", "synthetic_speech", "test.csv"))[0]
+  interactive = run(workdir, "interactive_infer", stdin=f"{wav}\nno/such/file.wav\n")
+  assert interactive.returncode == 0, interactive.stderr[-3000:]
+  lines = [l for l in interactive.stdout.splitlines() if l and not l.startswith("[")]
+  assert lines and len(lines[0].split()) == len(expected["transcript"].split())
+  assert "no/such/file.wav: audio file not found" in interactive.stderr
