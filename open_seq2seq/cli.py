@@ -105,8 +105,11 @@ def run(argv: list[str]) -> int:
         _write_config(logdir, configs)
         if args.enable_logs:
           reporting.enable_file_logs(logdir, [sys.executable] + sys.argv)
-      model = base_model(configs["train"], "train", num_workers=backend.num_workers,
-                         worker_id=backend.worker_index)
+      # Under the backend's scope: components that create variables in __init__ get
+      # distributed (mirrored) variables.
+      with backend.strategy.scope():
+        model = base_model(configs["train"], "train", num_workers=backend.num_workers,
+                           worker_id=backend.worker_index)
       eval_layer = None
       if args.mode == "train_eval":
         eval_layer = model.make_data_layer(configs["eval"], "eval", backend.num_workers,
@@ -123,8 +126,9 @@ def run(argv: list[str]) -> int:
     mode_cfg = configs[args.mode]
     if args.enable_logs and backend.is_chief:
       reporting.enable_file_logs(logdir, [sys.executable] + sys.argv)
-    model = base_model(mode_cfg, args.mode, num_workers=backend.num_workers,
-                       worker_id=backend.worker_index)
+    with backend.strategy.scope():
+      model = base_model(mode_cfg, args.mode, num_workers=backend.num_workers,
+                         worker_id=backend.worker_index)
     trainer = Trainer(model, backend, logdir)
     from open_seq2seq.training.checkpoints import checkpoint_for_eval
     checkpoint = checkpoint_for_eval(logdir, mode_cfg["restore_best_checkpoint"])

@@ -77,7 +77,9 @@ class PaddedCrossEntropyLossWithSmoothing(Loss):
       if vocab_size is None:
         raise ValueError("PaddedCrossEntropyLossWithSmoothing needs logits with a static "
                          "last dimension or tgt_vocab_size")
-    elif self.params["pad_embeddings_2_eight"]:
+    elif self.params["pad_embeddings_2_eight"] and logits.shape[-1] != vocab_size:
+      # decoders that pad their embedding to a multiple of 8 may or may not trim the logits
+      # back to the real vocabulary (TransformerDecoder does): accept either width
       vocab_size = (vocab_size + 7) // 8 * 8
     if logits.shape[-1] is not None and logits.shape[-1] != vocab_size:
       raise ConfigError(

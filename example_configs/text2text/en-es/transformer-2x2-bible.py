@@ -1,0 +1,91 @@
+"""Transformer (d_model 512, 8 heads, FFN 2048, 2+2 layers) on the English-Spanish Bible.
+
+The data and model dimensions of the peer baselines in ../shared/bench (OpenNMT-tf, fairseq),
+for side-by-side throughput figures (docs/benchmarks.md). Build the data with
+``bash ../shared/bench/get_bible_en_es.sh DATA`` and point ``data_root`` (or
+``--data_layer_params/...`` overrides) at it. SentencePiece pieces are detokenized for BLEU.
+
+    python run.py --config_file=example_configs/text2text/en-es/transformer-2x2-bible.py \
+        --benchmark --bench_steps=60
+"""
+
+import os
+
+from open_seq2seq.data.text2text.text2text import ParallelTextDataLayer
+from open_seq2seq.decoders import TransformerDecoder
+from open_seq2seq.encoders import TransformerEncoder
+from open_seq2seq.losses import PaddedCrossEntropyLossWithSmoothing
+from open_seq2seq.models import Text2Text
+from open_seq2seq.optimizers.lr_policies import transformer_policy
+
+base_model = Text2Text
+d_model = 512
+data_root = os.environ.get("BIBLE_DATA", "/tmp/peer-bench/data")
+
+_transformer = {
+    "hidden_size": d_model,
+    "num_heads": 8,
+    "filter_size": 2048,
+    "attention_dropout": 0.1,
+    "relu_dropout": 0.1,
+    "layer_postprocess_dropout": 0.1,
+    "norm_placement": "pre",
+}
+
+base_params = {
+    "num_gpus": 1,
+    # tokens per batch (batching="tokens" below): ~4096 source and ~4096 target tokens
+    "batch_size_per_gpu": 4096,
+    "max_steps": 20000,
+    "save_summaries_steps": 100,
+    "print_loss_steps": 100,
+    "print_samples_steps": 1000,
+    "eval_steps": 2000,
+    "save_checkpoint_steps": 2000,
+    "logdir": "Transformer-2x2-bible",
+    "random_seed": 0,
+    "dtype": "float32",
+    "optimizer": "Adam",
+    "optimizer_params": {"beta1": 0.9, "beta2": 0.998, "epsilon": 1e-8},
+    "lr_policy": transformer_policy,
+    "lr_policy_params": {"learning_rate": 2.0, "warmup_steps": 400, "d_model": d_model},
+    "encoder": TransformerEncoder,
+    "encoder_params": dict(_transformer, encoder_layers=2),
+    "decoder": TransformerDecoder,
+    "decoder_params": dict(_transformer, num_hidden_layers=2, beam_size=4, alpha=0.6,
+                           extra_decode_length=50, tie_weights=False),
+    "loss": PaddedCrossEntropyLossWithSmoothing,
+    "loss_params": {"label_smoothing": 0.1},
+}
+
+
+def _data(split: str, **extra) -> dict:
+  params = {
+      "src_vocab_file": f"{data_root}/vocab.en",
+      "tgt_vocab_file": f"{data_root}/vocab.es",
+      "source_file": f"{data_root}/{split}.sp.en",
+      "target_file": f"{data_root}/{split}.sp.es",
+      "delimiter": " ",
+      "special_tokens_already_in_vocab": False,
+  }
+  params.update(extra)
+  return params
+
+
+train_params = {
+    "data_layer": ParallelTextDataLayer,
+    "data_layer_params": _data("train", shuffle=True, repeat=True, max_length=128,
+                               batching="tokens"),
+}
+
+eval_params = {
+    "batch_size_per_gpu": 64,
+    "data_layer": ParallelTextDataLayer,
+    "data_layer_params": _data("dev", shuffle=False, repeat=False),
+}
+
+infer_params = {
+    "batch_size_per_gpu": 64,
+    "data_layer": ParallelTextDataLayer,
+    "data_layer_params": _data("test", shuffle=False, repeat=False),
+}
