@@ -237,9 +237,14 @@ def restore_across_dtypes(root: tf.train.Checkpoint, path: str,
   cast = sorted(key for key, var in variables.items()
                 if key in saved and saved[key] != tf.as_dtype(var.dtype))
   if not cast:
-    status = root.restore(path)
-    if expect_partial:
-      status.expect_partial().assert_existing_objects_matched()
+    try:
+      status = root.restore(path)
+      if expect_partial:
+        status.expect_partial().assert_existing_objects_matched()
+    except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as e:
+      detail = str(e).strip().splitlines()[0][:300]
+      raise CheckpointError(f"{path}: does not match this model; it was written by a "
+                            f"different model or config ({detail})") from None
     return []
   shapes = reader.get_variable_to_shape_map()
   for key, var in sorted(variables.items()):

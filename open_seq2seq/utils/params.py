@@ -68,8 +68,8 @@ class Param:
         names.append("any")
       elif isinstance(t, type):
         names.append(t.__name__)
-      else:
-        names.append(str(t))
+      else:  # a predicate such as callable_or_class
+        names.append(getattr(t, "type_name", getattr(t, "__name__", str(t))))
     return " or ".join(names)
 
   def check(self, value: Any, path: str) -> Any:
@@ -103,6 +103,9 @@ class Param:
 def callable_or_class(value: Any) -> bool:
   """Type predicate for keys that take a class or a function."""
   return callable(value)
+
+
+callable_or_class.type_name = "class or function"
 
 
 def join_path(prefix: str, key: str) -> str:
