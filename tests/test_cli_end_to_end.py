@@ -228,3 +228,24 @@ def test_iter_size_equals_one_large_batch(data_dir, tmp_path):
   c = _weights(half)
   initial_differs = any(not np.allclose(a[k], c[k], rtol=2e-4, atol=2e-6) for k in a)
   assert initial_differs
+
+
+def test_freeze_variables_and_enable_logs(trained, data_dir, tmp_path):
+  """Frozen variables keep their loaded values; --enable_logs copies the console to logdir."""
+  logdir, _ = trained
+  run = tmp_path / "frozen"
+  result = toy.run_cli(base_args(data_dir, str(run)) + [
+      "--max_steps=3", f"--load_model={logdir}", "--freeze_variables_regex=.*encoder",
+      "--enable_logs"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "Freezing" in result.stdout
+  before, after = _weights(logdir), _weights(str(run))
+  encoder = [k for k in after if "/encoder." in k and "seed_state" not in k]
+  decoder = [k for k in after if "/decoder." in k and "seed_state" not in k]
+  assert encoder and decoder
+  for key in encoder:
+    np.testing.assert_array_equal(before[key], after[key], err_msg=key)
+  assert any(not np.array_equal(before[k], after[k]) for k in decoder)
+  logs = run / "logs"
+  assert "--enable_logs" in (logs / "command.txt").read_text()
+  assert "Freezing" in (logs / "stdout.log").read_text()
