@@ -18,6 +18,7 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["open_seq2seq", "open_seq2seq.*"]),
     include_package_data=True,
+    package_data={"open_seq2seq": ["test_utils/toy_speech_data/vocab.txt"]},
     install_requires=[
         TENSORFLOW,
         "numpy",
@@ -25,10 +26,12 @@ setup(
         "sacrebleu>=2",
         "pyyaml",
         "tensorboard",  # tf.summary needs it; tensorflow-cpu does not pull it in
+        "scipy",  # speech features
+        "soundfile",  # speech audio I/O
     ],
     extras_require={
-        "speech": ["soundfile", "scipy"],
-        "test": ["pytest", "soundfile", "scipy"],
+        "lm": ["kenlm"],  # n-gram LM fusion for CTC beam search (a pure-Python ARPA reader otherwise)
+        "test": ["pytest", "librosa==0.11.*", "jiwer"],
     },
     entry_points={"console_scripts": ["open-seq2seq=open_seq2seq.cli:main"]},
 )

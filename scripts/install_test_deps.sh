@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh machine (idempotent): the package with
-# its test extras, and the Debian packages used by the speech tests.
+# its test extras, and the Debian packages the speech tests use (speech synthesis for the
+# synthetic corpus, real recordings for the real-speech check).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+APT_PACKAGES="espeak-ng flite pocketsphinx-testdata"
+if ! dpkg -s $APT_PACKAGES >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $APT_PACKAGES >/dev/null
+fi
 pip install -q -e "$ROOT[test]"

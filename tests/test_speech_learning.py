@@ -82,5 +82,5 @@ def test_eval_and_interactive_infer(trained, workdir):
   interactive = run(workdir, "interactive_infer", stdin=f"{wav}\nno/such/file.wav\n")
   assert interactive.returncode == 0, interactive.stderr[-3000:]
   lines = [l for l in interactive.stdout.splitlines() if l and not l.startswith("[")]
-  assert lines and len(lines[0].split()) == len(expected["transcript"].split())
+  assert lines and word_error_rate([expected["transcript"]], [lines[0]]) <= 0.5, lines
   assert "no/such/file.wav: audio file not found" in interactive.stderr

@@ -1,7 +1,8 @@
 """Losses."""
 
+from open_seq2seq.losses.ctc_loss import CTCLoss
 from open_seq2seq.losses.loss import Loss
 from open_seq2seq.losses.sequence_loss import (BasicSequenceLoss, CrossEntropyLoss,
                                                PaddedCrossEntropyLossWithSmoothing)
 
-__all__ = ["Loss", "BasicSequenceLoss", "CrossEntropyLoss", "PaddedCrossEntropyLossWithSmoothing"]
+__all__ = ["Loss", "CTCLoss", "BasicSequenceLoss", "CrossEntropyLoss", "PaddedCrossEntropyLossWithSmoothing"]

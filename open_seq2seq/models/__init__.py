@@ -1,6 +1,7 @@
 """Model families."""
 
 from open_seq2seq.models.model import Model
+from open_seq2seq.models.speech2text import Speech2Text
 from open_seq2seq.models.text2text import Text2Text
 
-__all__ = ["Model", "Text2Text"]
+__all__ = ["Model", "Text2Text", "Speech2Text"]
