@@ -110,3 +110,12 @@ def test_factory_rejects_impossible_device_requests(monkeypatch):
     factory.make_backend({"num_gpus": 1, "use_horovod": True}, cpu_towers=2)
   backend = factory.make_backend({"num_gpus": 1, "use_horovod": False})
   assert (backend.name, backend.num_workers, backend.is_chief) == ("single", 1, True)
+
+
+def test_horovod_refuses_what_it_cannot_do(monkeypatch):
+  from open_seq2seq.distributed.horovod_backend import HorovodBackend
+  with pytest.raises(ConfigError, match="one device per process"):
+    HorovodBackend({"num_gpus": 2})
+  monkeypatch.setenv("OPEN_SEQ2SEQ_LAUNCHER", "1")
+  with pytest.raises(ConfigError, match="needs mpiexec or horovodrun"):
+    HorovodBackend({"num_gpus": 1})

@@ -205,3 +205,27 @@ def test_dead_horovod_rank_stops_the_mpi_job(setup, tmp_path):
   assert job.returncode != 0
   assert "signal 9" in stderr or "Killed" in stderr, stderr[-3000:]
   assert waited < 120
+
+
+# ---------------------------------------------------------------------- the toy Transformer
+def _transformer_args(data_dir, logdir, batch, *extra):
+  from tests import toy  # pylint: disable=import-outside-toplevel
+  no_dropout = [f"--{side}_params/{key}=0.0" for side in ("encoder", "decoder")
+                for key in ("attention_dropout", "relu_dropout", "layer_postprocess_dropout")]
+  return ([f"--config_file={toy.TOY_CONFIG}", "--mode=train", f"--logdir={logdir}"] +
+          toy.TINY_MODEL + toy.data_overrides(data_dir) + toy.split_overrides(data_dir, "train") +
+          no_dropout + ["--data_layer_params/shuffle=False", "--data_layer_params/max_length=None",
+                        "--max_steps=3", f"--batch_size_per_gpu={batch}", *extra])
+
+
+def test_toy_transformer_towers_and_workers_match_one_process(setup, tmp_path):
+  root, _ = setup
+  data = str(root / "data")
+  single = str(tmp_path / "single")
+  _check(h.run("single", _transformer_args(data, single, 16)))
+  for name, launcher, extra in (("towers", "single", ["--cpu_towers=2"]),
+                                ("workers", "launch", [])):
+    logdir = str(tmp_path / name)
+    _check(h.run(launcher, _transformer_args(data, logdir, 8, *extra)))
+    difference = h.max_difference(h.weights(logdir), h.weights(single))
+    assert difference < WEIGHT_TOLERANCE, (name, difference)

@@ -116,8 +116,8 @@ def test_logmax_matches_reference(params, compiled):
   assert isinstance(scaler, LogMaxScaler)
   assert float(scaler.scale.numpy()) == 1.0
   got = run_scaler(scaler, LOGMAX_SCRIPT, compiled)
-  ref = logmax_reference(LOGMAX_SCRIPT, params.get("scale_min", 1.0), params.get("scale_max", 2.0 ** 14),
-                         params.get("log_max", 16.0), params.get("beta1", 0.99),
+  ref = logmax_reference(LOGMAX_SCRIPT, params.get("scale_min", 1.0),
+                         params.get("scale_max", 2.0 ** 14), params.get("log_max", 16.0), params.get("beta1", 0.99),
                          params.get("beta2", 0.999), params.get("overflow_std_dev", 3.09))
   # float32 moving averages against a float64 reference: scales are 2^y, compare y
   np.testing.assert_allclose(np.log2(got), np.log2(ref), atol=2e-3)

@@ -101,6 +101,16 @@ class HorovodBackend(Backend):
   def gather_objects(self, objects: list) -> list:
     return [item for part in self.hvd.allgather_object(list(objects)) for item in part]
 
+  def translate_error(self, error: BaseException) -> Exception | None:
+    text = str(error).strip()
+    if type(error).__name__ != "HorovodInternalError" and "Horovod has been shut down" not in text:
+      return None
+    from open_seq2seq.distributed.strategies import WorkerLostError
+    reason = text.splitlines()[-1][:200] if text else type(error).__name__
+    return WorkerLostError(
+        f"rank {self.worker_index}: Horovod stopped, another rank probably died ({reason}); "
+        "restart the job with --continue_learning to resume from the last checkpoint")
+
   def barrier(self) -> None:
     self.hvd.allreduce(tf.constant(0.0), op=self.hvd.Sum).numpy()
 

@@ -6,7 +6,7 @@
   all-reduce (ring on CPU, NCCL on GPU), configured from ``TF_CONFIG`` or from an MPI
   launcher's environment (see :mod:`open_seq2seq.distributed.cluster`). A dead or unreachable
   worker is detected by TensorFlow's coordination-service heartbeats (seconds), and any
-  collective is also bounded by ``OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT`` seconds (default 600), so
+  collective is also bounded by ``OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT`` seconds (default 1800), so
   the job stops with :class:`WorkerLostError` instead of hanging.
 
 Variables are created under the strategy's scope; the multi-worker strategy broadcasts their
@@ -29,7 +29,10 @@ from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.errors import ConfigError, OpenSeq2SeqError
 
 TIMEOUT_VAR = "OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT"
-DEFAULT_COLLECTIVE_TIMEOUT = 600.0
+#: Bounds a collective whose peers are alive but stuck (dead peers are noticed in seconds by
+#: heartbeats). Generous: a worker may wait in an all-gather while another finishes a long
+#: eval pass.
+DEFAULT_COLLECTIVE_TIMEOUT = 1800.0
 
 #: Where cross-replica sums land (as ``strategy.reduce`` does outside any device scope).
 _HOST = "/device:CPU:0"
@@ -102,11 +105,10 @@ class StrategyBackend(Backend):
     return self.strategy.distribute_datasets_from_function(
         lambda context: dataset_fn(context.num_input_pipelines, context.input_pipeline_id))
 
-
   def reduce_sum(self, value: Any) -> Any:
-    # One batched all-reduce for the whole step (gradients, loss sum, weight, tokens):
-    # strategy.reduce would issue one collective per tensor, or fail on nested values.
-    # The collective packs a batch into one buffer, so it is done once per dtype.
+    # One batched all-reduce per dtype for the whole step (gradients, loss sum, weight,
+    # tokens): strategy.reduce would issue one collective per tensor (or fail on nested
+    # values under MultiWorkerMirroredStrategy), and a batch is packed into one buffer.
     flat = tf.nest.flatten(value)
     by_dtype: dict = {}
     for i, tensor in enumerate(flat):
@@ -127,11 +129,8 @@ class TowersBackend(StrategyBackend):
   name = "towers"
 
   def __init__(self, devices: list[str]):
-    if len(devices) > 1 and devices[0].lower().find("cpu") >= 0:
-      # NCCL is for GPUs; logical CPU devices reduce through one device.
-      ops = tf.distribute.ReductionToOneDevice()
-    else:
-      ops = None
+    # Logical CPU devices sum through one device; GPUs use the default (NCCL).
+    ops = tf.distribute.ReductionToOneDevice() if "cpu" in devices[0].lower() else None
     super().__init__(tf.distribute.MirroredStrategy(devices=devices, cross_device_ops=ops))
     self.devices = devices
 
@@ -160,8 +159,9 @@ class MultiWorkerBackend(StrategyBackend):
     except (tf.errors.OpError, RuntimeError) as e:
       raise WorkerLostError(
           f"worker {info.rank} of {info.size} could not join the job "
-          f"({_first_line(e)}); check that every process started and that ports "
-          f"{os.environ.get('TF_CONFIG')} are free (set {cluster.PORT_VAR})") from None
+          f"({_first_line(e)}); check that every process started and that the ports in "
+          f"TF_CONFIG={os.environ.get('TF_CONFIG')} are free (or set {cluster.PORT_VAR})"
+          ) from None
     super().__init__(strategy)
     self._lost = False
     # Collectives run inside tf.functions: eager ones are slow and warn on MWMS.

@@ -3,7 +3,9 @@
 One ``tf.function`` step serves every backend and precision:
 
 * each replica runs ``iter_size`` micro-batches, summing gradients of the *summed* loss
-  (scaled by the loss scaler under half precision) — no normalisation yet;
+  — no normalisation yet (under loss scaling or float16 compute, the scale multiplies each
+  micro-batch's mean loss so half-precision gradients stay in range, and the batch weight is
+  multiplied back into the float32 gradients);
 * in cross-replica context the backend sums gradients, loss sums and weights over all
   replicas and processes; gradients are divided by the global weight (real target tokens or
   utterances) and by the loss scale, so a step equals one large batch whatever the split;

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import platform
 from typing import Any
 
@@ -121,7 +120,3 @@ def describe(dtype: Any) -> str:
     return "dtype float16: float16 weights and compute, no float32 master copy"
   return f"dtype {name}"
 
-
-def onednn_enabled() -> bool:
-  """Whether TensorFlow's oneDNN kernels (the fast CPU bfloat16 path) are on."""
-  return os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") not in ("0", "false", "False")
