@@ -97,6 +97,7 @@ class Trainer:
     self._built = False
     self._train_vars: list = []
     self._data_iterator = None
+    self._pass_fns: dict = {}
     self.store: CheckpointStore | None = None
 
   # ------------------------------------------------------------------ building
@@ -180,21 +181,24 @@ class Trainer:
   def _replica_step(self, batches: tuple) -> tuple:
     """Gradients of the summed (scaled) loss over this replica's micro-batches."""
     variables = self._train_vars
-    grads = [tf.zeros(v.shape, tf.float32) for v in variables]
+    grads: list | None = None
     loss_sum = tf.constant(0.0)
     weight = tf.constant(0.0)
     tokens = tf.constant(0, tf.int64)
     for batch in batches:
       # Micro-batches run one after another: the next forward pass waits for the previous
       # gradients, which bounds memory to one micro-batch.
-      with tf.control_dependencies(grads):
+      with tf.control_dependencies(grads or []):
         with tf.GradientTape() as tape:
           batch_loss, batch_weight, _ = self.model.compute_loss(batch, training=True)
           scaled, unscale = self._scaled_loss(batch_loss, batch_weight)
         batch_grads = tape.gradient(scaled, variables)
       # Dense gradients: embedding IndexedSlices would make all-reduce buffers grow.
-      grads = [acc + tf.cast(tf.convert_to_tensor(g), tf.float32) * unscale
-               if g is not None else acc for acc, g in zip(grads, batch_grads)]
+      batch_grads = [tf.cast(tf.convert_to_tensor(g), tf.float32) if g is not None
+                     else tf.zeros(v.shape, tf.float32) for v, g in zip(variables, batch_grads)]
+      if unscale is not None:
+        batch_grads = [g * unscale for g in batch_grads]
+      grads = batch_grads if grads is None else [a + g for a, g in zip(grads, batch_grads)]
       loss_sum += batch_loss
       weight += batch_weight
       tokens += self.model.num_tokens(batch)
@@ -202,14 +206,14 @@ class Trainer:
 
   def _scaled_loss(self, batch_loss: tf.Tensor, batch_weight: tf.Tensor) -> tuple:
     """The loss to differentiate, and the float32 factor that turns its gradients back into
-    gradients of ``batch_loss`` times the loss scale.
+    gradients of ``batch_loss`` times the loss scale (None: they already are).
 
     Under loss scaling or float16 compute the scale multiplies the per-unit *mean* loss, as in
     OpenSeq2Seq, so that half-precision gradients stay in range whatever the batch size; the
     batch weight is multiplied back in float32.
     """
     if self.loss_scaler is None and not self._float16_compute:
-      return batch_loss, tf.constant(1.0)
+      return batch_loss, None
     units = tf.maximum(tf.stop_gradient(batch_weight), 1.0)
     scale = self.loss_scaler.scale if self.loss_scaler is not None else tf.constant(1.0)
     return batch_loss * (scale / units), units
@@ -218,7 +222,8 @@ class Trainer:
     """Cross-replica part of a step: normalise, check, regularise, clip, update."""
     scale = self.loss_scaler.scale if self.loss_scaler is not None else tf.constant(1.0)
     denom = tf.maximum(weight, 1.0)
-    grads = [g / (denom * scale) for g in grads]
+    inverse = 1.0 / (denom * scale)
+    grads = [g * inverse for g in grads]
     finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
     if self.loss_scaler is not None:
       amax = tf.reduce_max([tf.reduce_max(tf.abs(g)) for g in grads])
@@ -425,6 +430,24 @@ class Trainer:
                                      autograph=False)
     return self._predict_fn
 
+  def _pass_function(self, label: str, element_spec: Any):
+    """The traced eval/infer step, kept across passes (train_eval evaluates many times).
+
+    With one local replica it is traced once, for the dataset's element spec (variable
+    batch and time dimensions), instead of once per new batch shape: tracing a decoder's
+    while_loop costs seconds. Distributed batches are traced with relaxed shapes instead.
+    """
+    key = (label, repr(element_spec))
+    if key not in self._pass_fns:
+      def replica_fn(batch):
+        return self.backend.run(self._eval_replica, args=(batch,))
+      if self.backend.num_local_replicas == 1:
+        self._pass_fns[key] = tf.function(replica_fn, input_signature=[element_spec],
+                                          autograph=False)
+      else:
+        self._pass_fns[key] = tf.function(replica_fn, reduce_retracing=True, autograph=False)
+    return self._pass_fns[key]
+
   def _eval_replica(self, batch: dict) -> dict:
     out = {"predictions": self.model.predict(batch), "batch": batch}
     if "target_tensors" in batch and self.model.loss is not None:
@@ -440,12 +463,14 @@ class Trainer:
     """
     # eval_batches pads the last step of each process with copies whose outputs are
     # dropped (num_valid), so workers with uneven shards never wait for each other.
-    batches = self.backend.eval_batches(
-        lambda n, i: self._shard_layer(layer, n, i).build_dataset())
-    def replica_fn(batch):
-      return self.backend.run(self._eval_replica, args=(batch,))
+    specs = []
 
-    step_fn = tf.function(replica_fn, reduce_retracing=True, autograph=False)
+    def dataset_fn(num_shards: int, shard: int) -> tf.data.Dataset:
+      dataset = self._shard_layer(layer, num_shards, shard).build_dataset()
+      specs.append(dataset.element_spec)
+      return dataset
+
+    batches = self.backend.eval_batches(dataset_fn)
     total_batches = None
     try:
       size = layer.get_size_in_samples() * self.backend.num_workers
@@ -457,7 +482,7 @@ class Trainer:
     for batch, num_valid in batches:
       if not self._built:
         self.build(self.backend.local_results(batch)[0])
-      out = step_fn(batch)
+      out = self._pass_function(label, specs[0])(batch)
       for replica_out in self.backend.local_results(out)[:num_valid]:
         replica_out = _to_numpy(replica_out)
         batch_np, predictions = replica_out["batch"], replica_out["predictions"]
