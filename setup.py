@@ -31,7 +31,8 @@ setup(
     ],
     extras_require={
         "lm": ["kenlm"],  # n-gram LM fusion for CTC beam search (a pure-Python ARPA reader otherwise)
-        "test": ["pytest", "librosa==0.11.*", "jiwer"],
+        # kenlm builds from source (~2 min): the suite checks our ARPA reader and LM fusion against it
+        "test": ["pytest", "librosa==0.11.*", "jiwer", "kenlm"],
     },
     entry_points={"console_scripts": ["open-seq2seq=open_seq2seq.cli:main"]},
 )
