@@ -346,3 +346,21 @@ def test_max_length_that_drops_everything_is_an_error(corpus):
   long_lines = write(corpus["tmp"] / "long.txt", corpus["lines"][5:])  # 6+ tokens
   with pytest.raises(DataError, match="raise data_layer_params/max_length"):
     layer(corpus, mode="train", max_length=6, source_file=long_lines, target_file=long_lines)
+
+
+@pytest.mark.parametrize("pad_lengths_to_eight,bucket_width,widest", [
+    (False, None, 1),  # default: one bucket per exact length, no padding inside a batch
+    (True, None, 7),   # one bucket per padded length: [1, 8] holds lengths 2..8
+    (False, 4, 4),     # an explicit width still wins: [5, 8] and [9, 12] hold 4 lengths
+])
+def test_token_batches_bucket_by_length_by_default(corpus, pad_lengths_to_eight, bucket_width,
+                                                   widest):
+  dl = layer(corpus, mode="eval", batch_size=64, batching="tokens",
+             pad_lengths_to_eight=pad_lengths_to_eight, bucket_width=bucket_width)
+  spreads = []
+  for batch in dl.build_dataset():
+    _, lengths = batch["source_tensors"]
+    lengths = lengths.numpy()
+    spreads.append(int(lengths.max() - lengths.min()) + 1)
+  # sources of 2..13 ids (1..12 tokens + EOS, one per length); a bucket fits in one batch
+  assert max(spreads) == widest
