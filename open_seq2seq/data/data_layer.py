@@ -6,6 +6,7 @@ from typing import Any, Iterable
 
 import tensorflow as tf
 
+from open_seq2seq.data.description import DataDescription
 from open_seq2seq.utils.params import Configurable
 
 
@@ -39,6 +40,11 @@ class DataLayer(Configurable):
     self.batch_size = batch_size
     self.num_workers = num_workers
     self.worker_id = worker_id
+
+  @property
+  def description(self) -> DataDescription:
+    """What this layer provides to the model (vocabulary sizes, alphabets, features)."""
+    return DataDescription()
 
   def build_dataset(self) -> tf.data.Dataset:
     """The batched dataset of this worker's shard."""

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from open_seq2seq.data.data_layer import DataLayer
+from open_seq2seq.data.description import SpeechDescription
 from open_seq2seq.data.speech2text.audio import peak_normalize, read_audio
 from open_seq2seq.data.speech2text.augmentation import (augment_signal, has_signal_augmentation,
                                                         spec_augment, validate_augmentation)
@@ -115,6 +116,15 @@ class Speech2TextDataLayer(DataLayer):
     self.interactive_inputs: list[str] = []
     seed = model.params.get("random_seed") if model is not None else None
     self._seed = None if seed is None else seed * 1000 + worker_id
+
+  @property
+  def description(self) -> SpeechDescription:
+    """Features per frame and the target alphabet, for the model's components."""
+    p = self.params
+    return SpeechDescription(
+        num_audio_features=p["num_audio_features"], tgt_vocab_size=self.targets.vocab_size,
+        idx2char=self.targets.idx2char, char2idx=self.targets.char2idx,
+        frame_seconds=p["window_stride"])
 
   # ------------------------------------------------------------------ reading CSVs
   def _read_csvs(self, csv_files: list) -> None:

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from open_seq2seq.data import transforms
 from open_seq2seq.data.data_layer import DataLayer
+from open_seq2seq.data.description import TextDescription
 from open_seq2seq.data.text2text.vocab import (SpecialTextTokens, invert_vocab, load_vocab,
                                                pad_vocab_to_eight)
 from open_seq2seq.errors import ConfigError, DataError
@@ -242,6 +243,15 @@ class ParallelTextDataLayer(DataLayer):
                       "data_layer_params/max_length")
     self._longest = int(max(self._source.lengths.max(),
                             self._target.lengths.max() if self._target is not None else 0))
+
+  @property
+  def description(self) -> TextDescription:
+    """Vocabularies and delimiter, for the model to hand to its components."""
+    return TextDescription(
+        src_vocab_size=len(self.src_seq2idx), tgt_vocab_size=len(self.tgt_seq2idx),
+        source_seq2idx=self.src_seq2idx, target_seq2idx=self.tgt_seq2idx,
+        source_idx2seq=self.src_idx2seq, target_idx2seq=self.tgt_idx2seq,
+        delimiter=self.params["delimiter"])
 
   # ----------------------------------------------------------------- datasets
   def get_size_in_samples(self) -> int:

@@ -7,7 +7,7 @@ import tensorflow as tf
 from open_seq2seq.encoders.ds2_encoder import DeepSpeech2Encoder
 from open_seq2seq.encoders.tdnn_encoder import TDNNEncoder
 from open_seq2seq.errors import ConfigError
-from tests.speech.helpers import TINY_TDNN, build_model, speech_config, to_numpy, write_corpus
+from tests.helpers.speech import TINY_TDNN, build_model, speech_config, to_numpy, write_corpus
 
 LENGTHS = [37, 16, 25]
 NUM_FEATURES = 20

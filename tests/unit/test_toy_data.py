@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, "scripts", "create_toy_data.py")
+SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "scripts", "create_toy_data.py")
 GREEK = [chr(c) for c in range(0x03B1, 0x03BB)]  # α..κ
 
 

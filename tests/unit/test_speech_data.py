@@ -8,7 +8,7 @@ import pytest
 from open_seq2seq.config import resolve_config
 from open_seq2seq.data.speech2text.speech2text import Speech2TextDataLayer
 from open_seq2seq.errors import ConfigError, DataError
-from tests.speech.helpers import VOCAB, tone, to_numpy, write_corpus
+from tests.helpers.speech import VOCAB, tone, to_numpy, write_corpus
 
 TRANSCRIPTS = ["one two", "three", "four five six", "seven", "eight nine", "zero", "ten"]
 
@@ -171,7 +171,7 @@ def test_sentencepiece_targets(tmp_path, corpus):
 
 def test_params_are_validated_by_the_config_loader(corpus):
   from open_seq2seq.models.speech2text import Speech2Text
-  from tests.speech.helpers import speech_config
+  from tests.helpers.speech import speech_config
   config = speech_config([corpus], data_params={"window": "blackman"})
   with pytest.raises(ConfigError, match="data_layer_params/window"):
     resolve_config(Speech2Text, config, "train")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import toy
+from tests.helpers import toy
 
 pytestmark = pytest.mark.slow
 

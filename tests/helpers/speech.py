@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 
 import numpy as np
@@ -11,6 +12,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 VOCAB = os.path.join(ROOT, "open_seq2seq", "test_utils", "toy_speech_data", "vocab.txt")
 CONFIG_DIR = os.path.join(ROOT, "example_configs", "speech2text")
 POCKETSPHINX_DIR = "/usr/share/pocketsphinx/test/data"
+
+
+def load_script(name):
+  """Imports ``scripts/<name>.py`` as a module."""
+  spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "scripts", name + ".py"))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
 
 TINY_TDNN = {
     "convnet_layers": [

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from open_seq2seq.config import load_config
-from tests.speech.helpers import CONFIG_DIR, write_corpus
+from tests.helpers.speech import CONFIG_DIR, write_corpus
 
 CONFIGS = sorted(glob.glob(os.path.join(CONFIG_DIR, "*.py")))
 PUBLISHED = ["ds2_small_1gpu.py", "ds2_large_8gpus_mp.py", "w2lplus_large_8gpus_mp.py",

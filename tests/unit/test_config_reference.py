@@ -4,7 +4,7 @@ import os
 
 from open_seq2seq.utils.reference import config_reference, public_components
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_reference_is_up_to_date():

@@ -155,7 +155,7 @@ def spell(word_probs, char2idx, num_classes):
 
 def test_language_model_fixes_an_acoustically_ambiguous_word(digit_lm):
   from open_seq2seq.data.speech2text.targets import TargetEncoder
-  from tests.speech.helpers import VOCAB
+  from tests.helpers.speech import VOCAB
   targets = TargetEncoder(VOCAB)
   logits = spell([{"s": 0.9}, {"e": 0.6, "i": 0.4}, {"x": 0.9}], targets.char2idx,
                  targets.vocab_size)

@@ -22,7 +22,7 @@ from open_seq2seq.encoders.encoder import Encoder
 from open_seq2seq.losses.loss import Loss
 from open_seq2seq.utils.params import Param
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GO_ID, EOS_ID = 2, 3
 MAX_POSITIONS = 64
 
@@ -99,7 +99,7 @@ class TinyLoss(Loss):
 CONFIG_TEMPLATE = '''
 from open_seq2seq.data.text2text.text2text import ParallelTextDataLayer
 from open_seq2seq.models import Text2Text
-from tests.distributed_helpers import TinyDecoder, TinyEncoder, TinyLoss
+from tests.helpers.distributed import TinyDecoder, TinyEncoder, TinyLoss
 
 base_model = Text2Text
 data = {data!r}

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOY_CONFIG = os.path.join(ROOT, "example_configs", "text2text", "toy-reversal",
                           "nmt-reversal-TT.py")
 

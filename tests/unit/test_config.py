@@ -121,7 +121,7 @@ def _write_config(tmp_path, body):
 
 CONFIG_FILE = """
 from open_seq2seq.models.model import Model
-from tests.test_config import FakeEncoder, FakeDecoder, FakeLayer, FakeLoss
+from tests.unit.test_config import FakeEncoder, FakeDecoder, FakeLayer, FakeLoss
 base_model = Model
 base_params = {
     "batch_size_per_gpu": 8, "max_steps": 10, "logdir": "base",

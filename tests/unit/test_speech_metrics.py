@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
-from tests.speech.helpers import build_model, speech_config, write_corpus
+from tests.helpers.speech import build_model, speech_config, write_corpus
 
 PAIRS = [  # (reference, hypothesis)
     ("the cat sat on the mat", "the cat sat on mat"),

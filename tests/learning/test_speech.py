@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from open_seq2seq.utils.metrics import word_error_rate
-from tests import toy
-from tests.speech.helpers import CONFIG_DIR, VOCAB
-from tests.test_speech_scripts import load_script
+from tests.helpers import toy
+from tests.helpers.speech import CONFIG_DIR, VOCAB
+from tests.helpers.speech import load_script
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import time
 
 from open_seq2seq import launch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _launch(tmp_path, body: str, *options: str, timeout: float = 60):

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tests import toy
+from tests.helpers import toy
 
 pytestmark = pytest.mark.slow
 

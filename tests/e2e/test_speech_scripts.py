@@ -2,7 +2,6 @@
 Debian's pocketsphinx-testdata read, featurized and transcribed end to end."""
 
 import csv
-import importlib.util
 import os
 import re
 import shutil
@@ -11,15 +10,8 @@ import tarfile
 import numpy as np
 import pytest
 
-from tests.speech.helpers import (POCKETSPHINX_DIR, ROOT, build_model, speech_config, to_numpy,
-                                  tone)
-
-
-def load_script(name):
-  spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "scripts", name + ".py"))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+from tests.helpers.speech import (POCKETSPHINX_DIR, ROOT, build_model, load_script, speech_config,
+                                  to_numpy, tone)
 
 
 def read_csv(path):

@@ -3,7 +3,7 @@ TensorFlow multi-worker with 2 processes (local launcher and mpiexec) and Horovo
 processes. Also iter_size under distribution, eval/infer split over workers, and a dead
 worker stopping the job (then --continue_learning resuming it).
 
-Every run is a real ``run.py`` on 127.0.0.1 with a tiny model (tests/distributed_helpers.py);
+Every run is a real ``run.py`` on 127.0.0.1 with a tiny model (tests/helpers/distributed.py);
 each has a timeout, and every process stops by itself.
 """
 
@@ -17,7 +17,7 @@ import warnings
 import pytest
 
 from open_seq2seq import launch
-from tests import distributed_helpers as h
+from tests.helpers import distributed as h
 
 pytestmark = pytest.mark.slow
 
@@ -209,7 +209,7 @@ def test_dead_horovod_rank_stops_the_mpi_job(setup, tmp_path):
 
 # ---------------------------------------------------------------------- the toy Transformer
 def _transformer_args(data_dir, logdir, batch, *extra):
-  from tests import toy  # pylint: disable=import-outside-toplevel
+  from tests.helpers import toy  # pylint: disable=import-outside-toplevel
   no_dropout = [f"--{side}_params/{key}=0.0" for side in ("encoder", "decoder")
                 for key in ("attention_dropout", "relu_dropout", "layer_postprocess_dropout")]
   return ([f"--config_file={toy.TOY_CONFIG}", "--mode=train", f"--logdir={logdir}"] +

@@ -1,0 +1,57 @@
+"""What a data layer provides to the model: small frozen descriptions, one per family.
+
+A data layer reads its vocabularies and files when it is built and then describes what it
+provides (vocabulary sizes, id -> symbol maps, feature counts) in one of these dataclasses.
+The model reads the description and hands sizes to its components (``vocab_size=`` ...):
+components never look at the data layer, and the data layer never writes derived values
+into its ``params``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping
+
+
+@dataclasses.dataclass(frozen=True)
+class DataDescription:
+  """Base of every family's description (a family with nothing to publish uses it as is)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TextDescription(DataDescription):
+  """A parallel text corpus: source and target vocabularies and how tokens are joined.
+
+  Attributes:
+    src_vocab_size, tgt_vocab_size: vocabulary sizes, special tokens (and padding to a
+      multiple of eight) included.
+    source_seq2idx, target_seq2idx: token -> id.
+    source_idx2seq, target_idx2seq: id -> token.
+    delimiter: token separator of the text files (" ": whitespace; "": characters).
+  """
+
+  src_vocab_size: int
+  tgt_vocab_size: int
+  source_seq2idx: Mapping[str, int]
+  target_seq2idx: Mapping[str, int]
+  source_idx2seq: Mapping[int, str]
+  target_idx2seq: Mapping[int, str]
+  delimiter: str = " "
+
+
+@dataclasses.dataclass(frozen=True)
+class SpeechDescription(DataDescription):
+  """Audio features in, CTC target symbols out.
+
+  Attributes:
+    num_audio_features: features per frame.
+    tgt_vocab_size: target symbols plus the CTC blank (the last class).
+    idx2char, char2idx: the target alphabet (characters or SentencePiece pieces).
+    frame_seconds: seconds of audio per feature frame (the window stride).
+  """
+
+  num_audio_features: int
+  tgt_vocab_size: int
+  idx2char: Mapping[int, str]
+  char2idx: Mapping[str, int]
+  frame_seconds: float
