@@ -80,78 +80,27 @@ def run(argv: list[str]) -> int:
   from open_seq2seq.config import load_config  # after argparse: --help stays fast
   base_model, configs = load_config(args.config_file, args.mode, overrides)
   if args.help_params:
+    from open_seq2seq.slots import help_params
     print(help_params(base_model, next(iter(configs.values()))))
     return 0
   _silence_tensorflow()
-  import keras
-  from open_seq2seq.distributed.backend import make_backend
-  from open_seq2seq.training import reporting
-  from open_seq2seq.training.trainer import Trainer
+  from open_seq2seq.distributed.factory import make_backend
 
   main_cfg = configs.get("train") or next(iter(configs.values()))
-  logdir = main_cfg["logdir"]
   if args.mode in ("train", "train_eval"):
     # Every process checks before the backend starts: joining it waits for all of them, so
     # the chief's writes below cannot make another worker see "already holds a run".
-    _check_train_logdir(logdir, args)
+    _check_train_logdir(main_cfg["logdir"], args)
   backend = make_backend(main_cfg, cpu_towers=args.cpu_towers)
   if main_cfg["random_seed"] is not None:
+    import keras
     # Each worker gets its own seed (dropout, shuffling of its shard); initial weights are
     # made identical by the backend (broadcast from the chief).
     keras.utils.set_random_seed(main_cfg["random_seed"] + backend.worker_index)
   try:
     if args.mode in ("train", "train_eval"):
-      if backend.is_chief and not args.benchmark:
-        _write_config(logdir, configs)
-        if args.enable_logs:
-          reporting.enable_file_logs(logdir, [sys.executable] + sys.argv)
-      # Under the backend's scope: components that create variables in __init__ get
-      # distributed (mirrored) variables.
-      with backend.strategy.scope():
-        model = base_model(configs["train"], "train", num_workers=backend.num_workers,
-                           worker_id=backend.worker_index)
-      eval_layer = None
-      if args.mode == "train_eval":
-        eval_layer = model.make_data_layer(configs["eval"], "eval", backend.num_workers,
-                                           backend.worker_index)
-      trainer = Trainer(model, backend, logdir)
-      if args.benchmark:
-        result = trainer.train(model.data_layer, benchmark_steps=args.bench_steps,
-                               summaries=reporting.Summaries(None))
-        if backend.is_chief:
-          print(benchmark_table(result, main_cfg))
-        return 0
-      trainer.train(model.data_layer, eval_layer, continue_learning=args.continue_learning)
-      return 0
-    mode_cfg = configs[args.mode]
-    if args.enable_logs and backend.is_chief:
-      reporting.enable_file_logs(logdir, [sys.executable] + sys.argv)
-    with backend.strategy.scope():
-      model = base_model(mode_cfg, args.mode, num_workers=backend.num_workers,
-                         worker_id=backend.worker_index)
-    trainer = Trainer(model, backend, logdir)
-    from open_seq2seq.training.checkpoints import checkpoint_for_eval
-    checkpoint = checkpoint_for_eval(logdir, mode_cfg["restore_best_checkpoint"])
-    if args.mode == "eval":
-      trainer.restore_for_inference(model.data_layer, checkpoint)
-      trainer.evaluate(model.data_layer)
-    elif args.mode == "infer":
-      _check_output_path(args.infer_output_file)
-      trainer.restore_for_inference(model.data_layer, checkpoint)
-      header, lines, metrics = trainer.infer(model.data_layer)
-      if backend.is_chief:
-        from open_seq2seq.utils.io import atomic_open
-        with atomic_open(args.infer_output_file) as f:
-          if header:
-            f.write(header + "\n")
-          for line in lines:
-            f.write(line + "\n")
-        reporting.log(f"wrote {len(lines)} predictions to {args.infer_output_file}")
-        for name, value in metrics.items():
-          reporting.log(f"{name} {value:.2f}")
-    else:
-      interactive_infer(trainer, model, checkpoint)
-    return 0
+      return _train(args, base_model, configs, backend)
+    return _run_trained(args, base_model, configs[args.mode], backend)
   except Exception as e:  # pylint: disable=broad-except
     error = backend.translate_error(e)  # e.g. a lost worker: one line instead of a traceback
     if error is None:
@@ -159,6 +108,81 @@ def run(argv: list[str]) -> int:
     raise error from None
   finally:
     backend.shutdown()
+
+
+def _build_model(base_model: type, config: dict, mode: str, backend: Any):
+  # Under the backend's scope: components that create variables in __init__ get
+  # distributed (mirrored) variables.
+  with backend.strategy.scope():
+    return base_model(config, mode, num_workers=backend.num_workers,
+                      worker_id=backend.worker_index)
+
+
+def _train(args: argparse.Namespace, base_model: type, configs: dict[str, dict],
+           backend: Any) -> int:
+  """``train`` and ``train_eval`` (and ``--benchmark``)."""
+  from open_seq2seq.training import reporting
+  from open_seq2seq.training.trainer import Trainer
+  logdir = configs["train"]["logdir"]
+  model = _build_model(base_model, configs["train"], "train", backend)
+  eval_layer = None
+  if args.mode == "train_eval":
+    eval_layer = model.make_data_layer(configs["eval"], "eval", backend.num_workers,
+                                       backend.worker_index)
+  trainer = Trainer(model, backend, logdir)
+  if args.benchmark:
+    result = trainer.train(model.data_layer, benchmark_steps=args.bench_steps,
+                           summaries=reporting.Summaries(None))
+    if backend.is_chief:
+      print(benchmark_table(result, configs["train"]))
+    return 0
+  # Written only now that the model and its data are built: a run that failed to start
+  # leaves nothing behind that would count as a run.
+  if backend.is_chief:
+    _write_config(logdir, configs)
+    if args.enable_logs:
+      reporting.enable_file_logs(logdir, [sys.executable] + sys.argv)
+  trainer.train(model.data_layer, eval_layer, continue_learning=args.continue_learning)
+  return 0
+
+
+def _run_trained(args: argparse.Namespace, base_model: type, config: dict, backend: Any) -> int:
+  """``eval``, ``infer`` and ``interactive_infer`` from the run's checkpoint."""
+  from open_seq2seq.training import reporting
+  from open_seq2seq.training.checkpoints import checkpoint_for_eval
+  from open_seq2seq.training.evaluator import Evaluator
+  from open_seq2seq.utils import precision
+  if args.mode == "infer":
+    _check_output_path(args.infer_output_file)
+  checkpoint = checkpoint_for_eval(config["logdir"], config["restore_best_checkpoint"])
+  if args.enable_logs and backend.is_chief:
+    reporting.enable_file_logs(config["logdir"], [sys.executable] + sys.argv)
+  model = _build_model(base_model, config, args.mode, backend)
+  if backend.is_chief:
+    reporting.log(precision.describe(config["dtype"]))
+  evaluator = Evaluator(model, backend)
+  if args.mode == "interactive_infer":
+    _interactive_infer(evaluator, model, checkpoint)
+    return 0
+  evaluator.restore_for(model.data_layer, checkpoint)
+  if args.mode == "eval":
+    evaluator.evaluate(model.data_layer)
+  else:
+    _infer(args, evaluator, model, backend)
+  return 0
+
+
+def _infer(args: argparse.Namespace, evaluator: Any, model: Any, backend: Any) -> None:
+  from open_seq2seq.outputs import OutputSink
+  from open_seq2seq.training import reporting
+  outputs, metrics = evaluator.infer(model.data_layer)
+  sink = OutputSink(args.infer_output_file, write=backend.is_chief)
+  for path, count in sink.write(outputs):
+    what = "predictions" if path == args.infer_output_file else "records"
+    reporting.log(f"wrote {count} {what} to {path}")
+  if backend.is_chief:
+    for name, value in metrics.items():
+      reporting.log(f"{name} {value:.2f}")
 
 
 def _silence_tensorflow() -> None:
@@ -193,9 +217,9 @@ def _write_config(logdir: str, configs: dict[str, dict]) -> None:
   atomic_write_text(os.path.join(logdir, "config.txt"), text)
 
 
-def interactive_infer(trainer: Any, model: Any, checkpoint: str) -> None:
+def _interactive_infer(evaluator: Any, model: Any, checkpoint: str) -> None:
   """Reads one input per line from stdin and prints the model's output for it."""
-  import tensorflow as tf
+  from open_seq2seq.training.evaluator import to_numpy
   tty = sys.stdin.isatty()
   restored = False
   while True:
@@ -209,40 +233,24 @@ def interactive_infer(trainer: Any, model: Any, checkpoint: str) -> None:
     if not line:
       continue
     try:
-      dataset = model.data_layer.dataset_from_inputs([line])
+      batch = next(iter(model.data_layer.dataset_from_inputs([line])))
     except OpenSeq2SeqError as e:
       print(f"error: {e}", file=sys.stderr)
       continue
-    batch = next(iter(dataset))
     if not restored:
-      trainer.build(batch)
-      trainer.restore_checkpoint(checkpoint)
+      evaluator.ensure_variables(batch)
+      evaluator.restore(checkpoint)
       restored = True
-    outputs = tf.nest.map_structure(lambda t: t.numpy(), model.predict(batch))
-    batch_np = tf.nest.map_structure(lambda t: t.numpy(), batch)
-    for _, text in model.infer(batch_np, outputs):
+    for text in model.interactive_lines(to_numpy(batch), evaluator.predict(batch)):
       print(text)
     sys.stdout.flush()
-
-
-def help_params(base_model: type, config: dict) -> str:
-  """Markdown tables of the parameters of the config's model and components."""
-  from open_seq2seq.utils.params import format_params_table
-  sections = [f"## {base_model.__name__} (top-level keys)\n",
-              format_params_table(base_model.declared_params())]
-  for key in ("data_layer", "encoder", "decoder", "loss"):
-    klass = config.get(key)
-    if klass is not None and hasattr(klass, "declared_params"):
-      sections.append(f"\n## {key}_params: {klass.__name__}\n")
-      sections.append(format_params_table(klass.declared_params()))
-  return "\n".join(sections)
 
 
 def benchmark_table(result: dict, params: dict) -> str:
   peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
   rows = [("steps timed", f"{result['steps_measured']}"),
           ("median time/step (s)", f"{result['median_step_time']:.4f}"),
-          ("median tokens/s", f"{result['tokens_per_s']:,.0f}"),
+          (f"median {result['unit']}/s", f"{result['units_per_s']:,.0f}"),
           ("peak memory (MB)", f"{peak_mb:,.0f}"),
           ("dtype", str(params["dtype"])),
           ("batch_size_per_gpu", str(params["batch_size_per_gpu"]))]

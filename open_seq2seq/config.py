@@ -4,7 +4,8 @@ A config is a Python module defining ``base_model`` and ``base_params`` and opti
 ``train_params``, ``eval_params``, ``infer_params`` and ``interactive_infer_params``. The dict
 of the run's mode is deep-merged over ``base_params``; command-line overrides are applied
 *after* that merge (so they always win), and the result is validated against the declarations
-of the model and of every component before anything is built.
+of the model and of every part the config chooses (the slot table of
+:mod:`open_seq2seq.slots`) before anything is built.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import os
 from types import ModuleType
 from typing import Any, Mapping
 
+from open_seq2seq import slots
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.utils.params import (AnyType, Param, join_path, signature_params,
-                                       unknown_key_error, validate_params)
+from open_seq2seq.utils.params import (AnyType, DeclaredDict, DeclaredList, Param,
+                                       unknown_key_error)
 
 MODES = ("train", "eval", "train_eval", "infer", "interactive_infer")
 _MODE_DICTS = {
@@ -94,53 +96,36 @@ def parse_overrides(args: list[str]) -> list[tuple[str, str]]:
 
 
 def _declaration(base_model: type, config: Mapping, path: str) -> Param | None:
-  """The declaration of ``path`` (``a/b/c``), or None for keys inside free-form dicts."""
+  """The declaration of ``path`` (``a/b/c``), or None for keys inside free-form dicts.
+
+  A top-level ``<slot>_params`` key takes the declarations of the part the config chooses
+  for the slot (:mod:`open_seq2seq.slots`); deeper keys those their ``Param`` declares
+  (``dict_of``/``list_of``; a list's entries are addressed by index: ``convnet_layers/0``).
+  """
   parts = path.split("/")
-  declared = base_model.declared_params()
-  owner = base_model.__name__
+  declared: Any = base_model.declared_params()
+  owner, param = base_model.__name__, None
   for depth, key in enumerate(parts):
     prefix = "/".join(parts[:depth])
+    if isinstance(declared, DeclaredList):
+      if not key.isdigit():
+        raise ConfigError(f"--{path}: {prefix} is a list; expected an entry index, got {key!r}")
+      param = Param(declared.item)
+      declared, owner = declared.item.fields, declared.item.owner
+      continue
     if declared is None:
       return None
     if key not in declared:
       raise unknown_key_error(key, declared, prefix, owner)
-    if depth == len(parts) - 1:
-      return declared[key]
-    declared, owner = _nested_declarations(config, prefix, key)
-  return None
-
-
-def _nested_declarations(config: Mapping, prefix: str, key: str):
-  """Declarations of the dict at ``prefix/key`` if a component class defines them."""
-  if prefix:  # deeper dicts (e.g. inside encoder_params) are free-form
-    return None, None
-  component = _component_of(key)
-  if component is None:
-    return None, None
-  klass = config.get(component)
-  if klass is None:
-    return None, None
-  return _declarations_of(component, klass), getattr(klass, "__name__", str(klass))
-
-
-def _component_of(params_key: str) -> str | None:
-  if params_key.endswith("_params"):
-    return params_key[: -len("_params")]
-  return None
-
-
-def _declarations_of(component: str, klass: Any) -> dict[str, Param] | None:
-  if hasattr(klass, "declared_params"):
-    return klass.declared_params()
-  if component == "optimizer":
-    from open_seq2seq.optimizers import optimizer_declarations
-    return optimizer_declarations(klass)
-  if component == "regularizer" and callable(klass):
-    from open_seq2seq.optimizers import regularizer_declarations
-    return regularizer_declarations(klass)
-  if component == "lr_policy" and callable(klass):
-    return signature_params(klass, skip=("global_step",))
-  return None
+    param = declared[key]
+    slot = slots.slot_of(key) if depth == 0 else None
+    if slot is not None:
+      declared, owner = slots.chosen_declarations(slot, config)
+    else:
+      nested = param.nested()
+      declared = nested.fields if isinstance(nested, DeclaredDict) else nested
+      owner = nested.owner if isinstance(nested, DeclaredDict) else owner
+  return param
 
 
 def parse_value(text: str, param: Param | None) -> Any:
@@ -156,55 +141,61 @@ def parse_value(text: str, param: Param | None) -> Any:
 
 
 def apply_overrides(base_model: type, config: dict, overrides: list[tuple[str, str]]) -> dict:
-  """Sets each ``path=value`` in ``config`` (creating nested dicts as needed)."""
+  """Sets each ``path=value`` in ``config``, creating nested dicts as needed.
+
+  A path may index into a list (``encoder_params/convnet_layers/2/kernel_size``); the index
+  must exist.
+  """
   config = copy.deepcopy(config)
   for path, text in overrides:
-    param = _declaration(base_model, config, path)
-    value = parse_value(text, param)
-    target = config
-    parts = path.split("/")
-    for key in parts[:-1]:
-      if not isinstance(target.get(key, {}), dict):
-        raise ConfigError(f"--{path}: {key} is not a dict in the config")
-      target = target.setdefault(key, {})
-    target[parts[-1]] = value
+    value = parse_value(text, _declaration(base_model, config, path))
+    *parents, last = path.split("/")
+    target: Any = config
+    for depth, key in enumerate(parents):
+      child = _get(target, key, path, parents[:depth])
+      if child is None:  # absent, or None like an unset augmentation dict
+        child = {}
+        _put(target, key, child, path, parents[:depth])
+      elif not isinstance(child, (dict, list)):
+        raise ConfigError(f"--{path}: {'/'.join(parents[:depth + 1])} is not a dict in the "
+                          f"config")
+      target = child
+    _put(target, last, value, path, parents)
   return config
+
+
+def _index(container: list, key: str, path: str, where: list[str]) -> int:
+  if not key.isdigit() or int(key) >= len(container):
+    raise ConfigError(f"--{path}: {'/'.join(where)} is a list of {len(container)} entries; "
+                      f"{key!r} is not one of its indices")
+  return int(key)
+
+
+def _get(container: Any, key: str, path: str, where: list[str]) -> Any:
+  if isinstance(container, list):
+    return container[_index(container, key, path, where)]
+  return container.get(key)
+
+
+def _put(container: Any, key: str, value: Any, path: str, where: list[str]) -> None:
+  if isinstance(container, list):
+    container[_index(container, key, path, where)] = value
+  else:
+    container[key] = value
 
 
 def resolve_config(base_model: type, config: Mapping, mode: str) -> dict:
   """Validates a merged config and returns it with every default filled in.
+
+  The model class checks the top-level keys; the slot table (:mod:`open_seq2seq.slots`)
+  checks the params of every part the config chooses, nested lists of dicts included.
 
   Raises:
     ConfigError: naming the full key path of the first problem found.
   """
   if not inspect.isclass(base_model) or not hasattr(base_model, "declared_params"):
     raise ConfigError(f"base_model: expected a model class such as Text2Text, got {base_model!r}")
-  params = base_model.validate_params(config)
-  for component, params_key in (("data_layer", "data_layer_params"),
-                                ("encoder", "encoder_params"), ("decoder", "decoder_params"),
-                                ("loss", "loss_params"), ("optimizer", "optimizer_params"),
-                                ("lr_policy", "lr_policy_params"),
-                                ("regularizer", "regularizer_params")):
-    klass = params.get(component)
-    if klass is None:
-      continue
-    if component == "optimizer":
-      from open_seq2seq.optimizers import validate_optimizer_params
-      validate_optimizer_params(klass, params[params_key], params_key)
-      continue
-    declared = _declarations_of(component, klass)
-    if declared is None:
-      continue
-    owner = getattr(klass, "__name__", component)
-    if component in ("regularizer", "lr_policy"):
-      # keyword arguments: unknown keys and wrong types are errors; missing ones may be
-      # filled in by the trainer (e.g. decay_steps from max_steps)
-      for key, value in params[params_key].items():
-        if key not in declared:
-          raise unknown_key_error(key, declared, params_key, owner)
-        declared[key].check(value, join_path(params_key, key))
-      continue
-    params[params_key] = validate_params(params[params_key], declared, params_key, owner)
+  params = slots.validate_slots(base_model.validate_params(config))
   _check_consistency(params, mode)
   return params
 

@@ -19,3 +19,11 @@ class DataError(OpenSeq2SeqError):
 
 class CheckpointError(OpenSeq2SeqError):
   """A checkpoint or log directory is missing or would be overwritten."""
+
+
+class WorkerLostError(OpenSeq2SeqError):
+  """A worker of a multi-process job died or became unreachable; the job was stopped."""
+
+
+class DivergenceError(OpenSeq2SeqError):
+  """Training diverged (non-finite loss, or non-finite gradients step after step)."""

@@ -72,8 +72,8 @@ def input_pipeline(csv_path: str, seconds: float, input_type: str, augment: bool
     params["augmentation"] = {"speed_perturbation_ratio": 0.05, "noise_level_min": -90,
                               "noise_level_max": -60, "n_freq_mask": 2, "width_freq_mask": 6,
                               "n_time_mask": 2, "width_time_mask": 6}
-  layer = Speech2TextDataLayer(Speech2TextDataLayer.validate_params(params), None,
-                               "train" if augment else "eval", batch_size)
+  layer = Speech2TextDataLayer(params, mode="train" if augment else "eval",
+                               batch_size=batch_size)
   start = time.perf_counter()
   frames = 0
   for batch in layer.build_dataset():

@@ -1,19 +1,30 @@
-"""Small composable ``tf.data`` transforms shared by data layers.
+"""Small composable ``tf.data`` transforms and the two pipelines every data layer composes.
 
-Elements are dicts. A sequence feature ``name`` ([time] int tensor) comes with a scalar
-``name + "_length"``; an ``"id"`` (int64 scalar) names the example. A pipeline reads
+Elements are dicts. A sequence feature ``name`` ([time, ...] tensor) comes with a scalar
+``name + "_length"``; an ``"id"`` (int64 scalar) names the example. Every data layer builds
+its dataset with one of two pipelines (after OpenNMT-tf's ``training_pipeline`` and
+``inference_pipeline``)::
 
-    from_tensor_slices -> shard -> filter_by_max_length -> shuffle/repeat
-      -> bucket_batch (examples or tokens per batch) -> pad_to_multiple -> prefetch
+    training:   shard -> filter_by_max_length -> shuffle -> repeat -> process
+                  -> bucket_batch (examples or tokens) -> pad_to_multiple -> model_inputs
+                  -> prefetch
+    inference:  the same without shuffle and repeat: one deterministic pass
 
-and each step is a plain function ``dataset -> dataset`` tested on its own.
+Each step is a plain function ``dataset -> dataset`` tested on its own; :class:`Batching`
+holds the batching choices so that a layer's batch count (``batches_per_epoch``) is computed
+from the very bucket sizes its pipeline uses.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+import dataclasses
+from typing import Callable, Mapping, Sequence
 
+import numpy as np
 import tensorflow as tf
+
+#: Scalar length features that define an element's length (for filters and buckets).
+LENGTH_KEYS = ("source_length", "target_length")
 
 
 def shard(dataset: tf.data.Dataset, num_shards: int, index: int,
@@ -99,24 +110,50 @@ def bucket_batch(dataset: tf.data.Dataset, batch_size: int, by_tokens: bool = Fa
   A single element longer than the token budget still forms a batch of one.
   """
   boundaries = list(boundaries or [])
-  if any(b2 <= b1 for b1, b2 in zip(boundaries, boundaries[1:])) or any(
-      b < 1 for b in boundaries):
-    raise ValueError(f"bucket boundaries must be positive and increasing, got {boundaries}")
-  if by_tokens:
-    if max_length is None:
-      raise ValueError("bucket_batch(by_tokens=True) needs max_length to size the last bucket")
-    # bucket i holds lengths below boundaries[i]; the last one up to max_length
-    uppers = [b - 1 for b in boundaries] + [max(max_length, 1)]
-    sizes = [_token_batch_size(batch_size, round_up(upper, pad_multiple), batch_multiple)
-             for upper in uppers]
-  else:
-    sizes = [batch_size] * (len(boundaries) + 1)
+  sizes = bucket_batch_sizes(batch_size, by_tokens, boundaries, pad_multiple, max_length,
+                             batch_multiple)
   if not boundaries:
     return dataset.padded_batch(sizes[0], drop_remainder=drop_remainder)
   return dataset.bucket_by_sequence_length(
       element_length_func=lambda element: element_length(element, length_keys),
       bucket_boundaries=boundaries, bucket_batch_sizes=sizes,
       drop_remainder=drop_remainder)
+
+
+def bucket_batch_sizes(batch_size: int, by_tokens: bool = False,
+                       boundaries: Sequence[int] | None = None, pad_multiple: int = 1,
+                       max_length: int | None = None, batch_multiple: int = 1) -> list[int]:
+  """Examples per batch of each bucket, as :func:`bucket_batch` uses them (same arguments)."""
+  boundaries = list(boundaries or [])
+  if any(b2 <= b1 for b1, b2 in zip(boundaries, boundaries[1:])) or any(
+      b < 1 for b in boundaries):
+    raise ValueError(f"bucket boundaries must be positive and increasing, got {boundaries}")
+  if not by_tokens:
+    return [batch_size] * (len(boundaries) + 1)
+  if max_length is None:
+    raise ValueError("bucket_batch(by_tokens=True) needs max_length to size the last bucket")
+  # bucket i holds lengths below boundaries[i]; the last one up to max_length
+  uppers = [b - 1 for b in boundaries] + [max(max_length, 1)]
+  return [_token_batch_size(batch_size, round_up(upper, pad_multiple), batch_multiple)
+          for upper in uppers]
+
+
+def count_batches(lengths: Sequence[int] | np.ndarray, batch_size: int, by_tokens: bool = False,
+                  boundaries: Sequence[int] | None = None, pad_multiple: int = 1,
+                  max_length: int | None = None, batch_multiple: int = 1) -> int:
+  """Batches :func:`bucket_batch` makes of one pass over elements of these ``lengths``.
+
+  Each bucket emits full batches and then its remainder, so a pass yields, per bucket,
+  ``ceil(count / bucket batch size)`` batches (exact for a finite pass; a repeated dataset
+  carries remainders over into the next epoch).
+  """
+  sizes = bucket_batch_sizes(batch_size, by_tokens, boundaries, pad_multiple, max_length,
+                             batch_multiple)
+  # bucket i holds lengths in [boundaries[i-1], boundaries[i])
+  buckets = np.searchsorted(np.asarray(boundaries or [], np.int64),
+                            np.asarray(lengths, np.int64), side="right")
+  counts = np.bincount(buckets, minlength=len(sizes))
+  return int(sum(-(-int(n) // size) for n, size in zip(counts, sizes)))
 
 
 def _token_batch_size(budget: int, padded_length: int, multiple: int) -> int:
@@ -147,3 +184,109 @@ def pad_to_multiple(dataset: tf.data.Dataset, multiple: int,
     return element
 
   return dataset.map(pad, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def slices(features: Mapping[str, object],
+           num_parallel_calls: int | None = None) -> tf.data.Dataset:
+  """One dict element per row of ``features`` (ragged rows become dense sequences)."""
+  dataset = tf.data.Dataset.from_tensor_slices(dict(features))
+  # from_tensor_slices keeps a ragged spec for the rows: an identity map makes them dense.
+  return dataset.map(dict, num_parallel_calls=num_parallel_calls or tf.data.AUTOTUNE,
+                     deterministic=True)
+
+
+def model_inputs(batch: Mapping[str, tf.Tensor]) -> dict:
+  """A batch of flat features -> the model's ``source_tensors``/``target_tensors``/``id``."""
+  inputs = {"source_tensors": (batch["source"], batch["source_length"]), "id": batch["id"]}
+  if "target" in batch:
+    inputs["target_tensors"] = (batch["target"], batch["target_length"])
+  return inputs
+
+
+@dataclasses.dataclass(frozen=True)
+class Batching:
+  """How a pipeline groups examples into batches; the batch count uses the same choices.
+
+  Attributes:
+    batch_size: examples per batch, or with ``by_tokens`` tokens per batch (padding included).
+    by_tokens: batch by a token budget (see :func:`bucket_batch`).
+    boundaries: bucket boundaries (:func:`bucket_boundaries`); empty: one bucket.
+    max_length: longest element length (sizes the last bucket of token batches).
+    pad_multiple: round the time dimension of ``pad_keys`` up to this multiple.
+    batch_multiple: round token batch sizes down to a multiple of this.
+    length_keys: scalar length features that define an element's length.
+    pad_keys: the batched sequence features ``pad_multiple`` applies to.
+  """
+
+  batch_size: int
+  by_tokens: bool = False
+  boundaries: tuple[int, ...] = ()
+  max_length: int | None = None
+  pad_multiple: int = 1
+  batch_multiple: int = 1
+  length_keys: tuple[str, ...] = LENGTH_KEYS
+  pad_keys: tuple[str, ...] = ("source", "target")
+
+  def batch(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """Bucketed padded batches, time dimensions padded to ``pad_multiple``."""
+    dataset = bucket_batch(dataset, self.batch_size, self.by_tokens, self.boundaries,
+                           self.pad_multiple, self.max_length, self.length_keys,
+                           self.batch_multiple)
+    return pad_to_multiple(dataset, self.pad_multiple, self.pad_keys)
+
+  def count_batches(self, lengths: Sequence[int] | np.ndarray) -> int:
+    """Batches :meth:`batch` makes of one pass over elements of these lengths."""
+    return count_batches(lengths, self.batch_size, self.by_tokens, self.boundaries,
+                         self.pad_multiple, self.max_length, self.batch_multiple)
+
+
+def training_pipeline(dataset: tf.data.Dataset, batching: Batching, *, num_shards: int = 1,
+                      shard_index: int = 0, max_length: int | None = None,
+                      shuffle_buffer_size: int | None = None, seed: int | None = None,
+                      repeat: bool = True,
+                      process_fn: Callable[[tf.data.Dataset], tf.data.Dataset] | None = None,
+                      map_fn: Callable[[dict], dict] | None = model_inputs,
+                      prefetch_buffer_size: int | None = None) -> tf.data.Dataset:
+  """shard -> filter -> shuffle -> repeat -> process -> batch/bucket -> pad -> map -> prefetch.
+
+  Args:
+    dataset: unbatched dict elements with an ``"id"``.
+    batching: how elements are batched and padded.
+    num_shards, shard_index: keep the elements of this shard (1: the dataset is one shard).
+    max_length: drop elements longer than this (:func:`filter_by_max_length`; None: keep).
+    shuffle_buffer_size: shuffle with this buffer (None or 0: keep the order).
+    seed: the shuffle's seed (None: TensorFlow's global seed).
+    repeat: repeat forever.
+    process_fn: per-example work that is too heavy to shuffle (decoding audio, say): it
+      runs after shuffling on the dataset itself, so it may zip in random seeds, map, filter.
+    map_fn: batch -> model inputs (None: batches stay flat dicts).
+    prefetch_buffer_size: batches prefetched (None: autotune).
+  """
+  dataset = shard(dataset, num_shards, shard_index)
+  dataset = filter_by_max_length(dataset, max_length, batching.length_keys)
+  if shuffle_buffer_size:
+    dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+  if repeat:
+    dataset = dataset.repeat()
+  if process_fn is not None:
+    dataset = process_fn(dataset)
+  dataset = batching.batch(dataset)
+  if map_fn is not None:
+    dataset = dataset.map(map_fn)
+  return dataset.prefetch(prefetch_buffer_size or tf.data.AUTOTUNE)
+
+
+def inference_pipeline(dataset: tf.data.Dataset, batching: Batching, *, num_shards: int = 1,
+                       shard_index: int = 0, max_length: int | None = None,
+                       process_fn: Callable[[tf.data.Dataset], tf.data.Dataset] | None = None,
+                       map_fn: Callable[[dict], dict] | None = model_inputs,
+                       prefetch_buffer_size: int | None = None) -> tf.data.Dataset:
+  """One deterministic pass: shard -> filter -> process -> batch/bucket -> pad -> map -> prefetch.
+
+  Arguments as in :func:`training_pipeline`. Buckets reorder examples; their ids put
+  outputs back in order.
+  """
+  return training_pipeline(dataset, batching, num_shards=num_shards, shard_index=shard_index,
+                           max_length=max_length, shuffle_buffer_size=None, repeat=False,
+                           process_fn=process_fn, map_fn=map_fn,
+                           prefetch_buffer_size=prefetch_buffer_size)

@@ -14,8 +14,14 @@ class Decoder(LayerComponent):
   targets absent at inference — and returns a dict with ``"logits"`` (training/eval,
   [batch, time, vocab]) and ``"outputs"`` (predicted ids [batch, time], any mode) and
   ``"final_sequence_lengths"`` where it can.
+
+  What the model knows from the data (vocabulary sizes, alphabets ...) arrives as extra
+  keyword arguments a subclass names in its constructor (``vocab_size=``): the model passes
+  every keyword its family offers that the constructor accepts.
   """
 
-  def __init__(self, params: dict[str, Any], model: Any = None, name: str = "decoder",
-               mode: str = "train"):
-    super().__init__(params, model, name, mode)
+  PARAMS_KEY = "decoder_params"
+
+  def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str = "decoder",
+               dtype: Any = "float32"):
+    super().__init__(params, mode=mode, name=name, dtype=dtype)

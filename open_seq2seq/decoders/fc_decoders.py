@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import keras
 import numpy as np
@@ -12,6 +12,7 @@ from open_seq2seq.decoders.ctc_beam_search import CTCBeamSearchDecoder, load_lan
 from open_seq2seq.decoders.decoder import Decoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts.cnns.conv_blocks import make_initializer
+from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.params import AnyType, Param
 
 
@@ -44,6 +45,10 @@ class FullyConnectedCTCDecoder(Decoder):
   ``final_sequence_lengths``. Greedy decoding by default; ``use_beam_search`` runs
   TensorFlow's CTC beam search; ``use_language_model`` decodes in numpy with a prefix beam
   search fused with an n-gram LM (:meth:`decode_with_lm`, called by the Speech2Text model).
+
+  The number of classes is ``tgt_vocab_size`` if set, else ``vocab_size``; the model passes
+  it and the alphabet ``idx2char`` (needed by the LM decoder) from its data layer's
+  description.
   """
 
   PARAMS = {
@@ -66,25 +71,18 @@ class FullyConnectedCTCDecoder(Decoder):
       "alphabet_config_path": Param(AnyType, None, "Ignored: the data layer's vocab is used."),
   }
 
-  def __init__(self, params: dict[str, Any], model: Any = None, name: str = "decoder",
-               mode: str = "train"):
-    super().__init__(params, model, name, mode)
+  def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
+               idx2char: Mapping[int, str] | None = None, mode: str = "train",
+               name: str = "decoder", dtype: Any = "float32"):
+    super().__init__(params, mode=mode, name=name, dtype=dtype)
     p = self.params
-    vocab_size = p["tgt_vocab_size"]
-    if vocab_size is None and model is not None:
-      vocab_size = model.data_layer.params.get("tgt_vocab_size")
-      self.idx2char = model.data_layer.params.get("idx2char")
-    else:
-      self.idx2char = None
-    if vocab_size is None:
-      raise ConfigError("decoder_params/tgt_vocab_size: unknown; the data layer did not "
-                        "publish it, set it in decoder_params")
-    self.vocab_size = vocab_size
+    self.vocab_size = resolve_size(p, "tgt_vocab_size", vocab_size, "decoder_params")
+    self.idx2char = idx2char
     if p["use_language_model"] and not p["lm_path"]:
       raise ConfigError("decoder_params/lm_path: use_language_model needs an ARPA/KenLM file")
     self.fc = keras.layers.Dense(
-        vocab_size, kernel_initializer=make_initializer(p["initializer"],
-                                                        p["initializer_params"]),
+        self.vocab_size,
+        kernel_initializer=make_initializer(p["initializer"], p["initializer_params"]),
         dtype=self.dtype_policy, name="fully_connected")
     self._beam_decoder = None
 
@@ -104,8 +102,8 @@ class FullyConnectedCTCDecoder(Decoder):
     """Prefix beam search fused with the LM for a batch of numpy logits."""
     if self._beam_decoder is None:
       if self.idx2char is None:
-        raise ConfigError("decoder_params/use_language_model: needs the data layer's "
-                          "character vocabulary")
+        raise ConfigError("decoder_params/use_language_model: needs the target alphabet "
+                          "(idx2char=, passed by the Speech2Text model)")
       self._beam_decoder = CTCBeamSearchDecoder(
           self.idx2char, self.params["beam_width"], load_language_model(self.params["lm_path"]),
           self.params["alpha"], self.params["beta"])

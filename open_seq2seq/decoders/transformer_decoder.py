@@ -10,7 +10,6 @@ import keras
 import tensorflow as tf
 
 from open_seq2seq.decoders.decoder import Decoder
-from open_seq2seq.encoders.transformer_encoder import vocab_size_from
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.transformer.attention import Attention, SelfAttention
@@ -22,6 +21,8 @@ from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
                                                   get_decoder_self_attention_bias,
                                                   get_padding_bias, get_position_encoding,
                                                   normalize_norm_params, resolve_initializer)
+from open_seq2seq.utils import keras_compat
+from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.params import Param
 
 
@@ -70,7 +71,7 @@ class TransformerDecoder(Decoder):
 
   Input: ``{"encoder_output": dict, "target_tensors": (ids [B, T], lengths [B])}``; the
   encoder output needs ``"outputs"`` [B, S, hidden_size] and ``"src_lengths"``, and may give
-  ``"inputs_attention_bias"`` and (for ``shared_embed``) ``"embedding_softmax_layer"``.
+  ``"inputs_attention_bias"``.
 
   With targets (teacher forcing) the decoder reads ``[GO_SYMBOL] + ids[:-1]`` and returns
   ``"logits"`` [B, T, vocab] float32 aligned with ``ids``, ``"outputs"`` (their argmax) and
@@ -83,8 +84,9 @@ class TransformerDecoder(Decoder):
   ``"final_sequence_lengths"`` [B] (tokens including END_SYMBOL) and ``"scores"`` [B]
   (length-penalised score of the best beam; summed log-probability when greedy).
 
-  The vocabulary size is ``tgt_vocab_size`` if set, else the data layer's
-  ``params["tgt_vocab_size"]``.
+  The vocabulary size is ``tgt_vocab_size`` if set, else ``vocab_size`` (which the model
+  takes from its data layer's description). With ``shared_embed`` the decoder has no
+  embedding of its own: the model hands it the encoder's through :meth:`reuse_embeddings`.
   """
 
   PARAMS = {
@@ -106,40 +108,29 @@ class TransformerDecoder(Decoder):
                             "embedding (source and target vocabularies must be the same)."),
   }
 
-  def __init__(self, params: dict[str, Any], model: Any = None,
-               name: str = "transformer_decoder", mode: str = "train"):
-    params = self.validate_params(params, prefix="decoder_params")
-    check_shared_params(params, "decoder_params")
+  def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
+               mode: str = "train", name: str = "transformer_decoder",
+               dtype: Any = "float32"):
+    super().__init__(params, mode=mode, name=name, dtype=dtype)
+    p = self.params
+    check_shared_params(p, "decoder_params")
     for key, minimum in (("num_hidden_layers", 1), ("beam_size", 1),
                          ("extra_decode_length", 0)):
-      if params[key] < minimum:
-        raise ConfigError(f"decoder_params/{key}: must be >= {minimum}, got {params[key]}")
-    if params["EOS_ID"] != params["END_SYMBOL"]:
-      raise ConfigError(f"decoder_params/EOS_ID: {params['EOS_ID']} differs from END_SYMBOL "
-                        f"{params['END_SYMBOL']}; set both to the end-of-sequence id")
-    super().__init__(params, model, name=name, mode=mode)
-    p = self.params
-    self.vocab_size = vocab_size_from(p, model, "tgt_vocab_size", "decoder_params")
-    shared = None
-    if p["shared_embed"]:
-      shared = getattr(getattr(model, "encoder", None), "embedding_softmax_layer", None)
-      if not isinstance(shared, EmbeddingSharedWeights):
-        raise ConfigError("decoder_params/shared_embed: the model's encoder has no "
-                          "embedding_softmax_layer to share (use a TransformerEncoder)")
-      if shared.vocab_size != self.vocab_size:
-        raise ConfigError(f"decoder_params/shared_embed: source ({shared.vocab_size}) and "
-                          f"target ({self.vocab_size}) vocabulary sizes differ; use a joint "
-                          f"vocabulary or shared_embed=False")
-    # Bypasses Keras attribute tracking: the encoder owns the shared layer, and tracking it
-    # here too would list its variable twice in the model's variables.
-    object.__setattr__(self, "_shared_embedding", shared)
+      if p[key] < minimum:
+        raise ConfigError(f"decoder_params/{key}: must be >= {minimum}, got {p[key]}")
+    if p["EOS_ID"] != p["END_SYMBOL"]:
+      raise ConfigError(f"decoder_params/EOS_ID: {p['EOS_ID']} differs from END_SYMBOL "
+                        f"{p['END_SYMBOL']}; set both to the end-of-sequence id")
+    self.vocab_size = resolve_size(p, "tgt_vocab_size", vocab_size, "decoder_params")
+    # Set outside Keras attribute tracking (see reuse_embeddings).
+    keras_compat.set_untracked(self, "_shared_embedding", None)
     epsilon = normalize_norm_params(p["norm_params"], "decoder_params")
     initializer = resolve_initializer(p["initializer"], p["initializer_params"])
     policy = self.dtype_policy
     hidden = p["hidden_size"]
 
     self.embedding_softmax_layer = None
-    if shared is None:
+    if not p["shared_embed"]:
       self.embedding_softmax_layer = EmbeddingSharedWeights(
           self.vocab_size, hidden, p["pad_embeddings_2_eight"], p["scale_embeddings"],
           dtype=policy, name="embedding")
@@ -172,13 +163,39 @@ class TransformerDecoder(Decoder):
       self.output_normalization.build((None, hidden))
     self.seed_generator = dropout_seed_generator(self.params["layer_postprocess_dropout"])
 
+  def reuse_embeddings(self, embedding: Any) -> None:
+    """Uses ``embedding`` (the encoder's ``embedding_softmax_layer``) as target embedding.
+
+    The model calls this when ``shared_embed`` is set, after building both components.
+
+    Raises:
+      ConfigError: if ``shared_embed`` is off, ``embedding`` is not an
+        :class:`EmbeddingSharedWeights` or its vocabulary size differs from the target's.
+    """
+    if not self.params["shared_embed"]:
+      raise ConfigError("decoder_params/shared_embed: is False, so the decoder has its own "
+                        "target embedding and cannot reuse the encoder's")
+    if not isinstance(embedding, EmbeddingSharedWeights):
+      raise ConfigError("decoder_params/shared_embed: the model's encoder has no "
+                        "embedding_softmax_layer to share (use a TransformerEncoder)")
+    if embedding.vocab_size != self.vocab_size:
+      raise ConfigError(f"decoder_params/shared_embed: source ({embedding.vocab_size}) and "
+                        f"target ({self.vocab_size}) vocabulary sizes differ; use a joint "
+                        f"vocabulary or shared_embed=False")
+    # Bypasses Keras attribute tracking: the encoder owns the shared layer, and tracking it
+    # here too would list its variable twice in the model's variables.
+    keras_compat.set_untracked(self, "_shared_embedding", embedding)
+
   # ----------------------------------------------------------------- pieces
   @property
   def embedding(self) -> EmbeddingSharedWeights:
     """Target embedding: the decoder's own or, with ``shared_embed``, the encoder's."""
-    if self._shared_embedding is not None:
-      return self._shared_embedding
-    return self.embedding_softmax_layer
+    if not self.params["shared_embed"]:
+      return self.embedding_softmax_layer
+    if self._shared_embedding is None:
+      raise ConfigError("decoder_params/shared_embed: no embedding to share was handed "
+                        "over; call decoder.reuse_embeddings(encoder.embedding_softmax_layer)")
+    return self._shared_embedding
 
   def _logits(self, x: tf.Tensor, embedding: EmbeddingSharedWeights) -> tf.Tensor:
     """Final norm and projection: [..., hidden] -> float32 [..., vocab]."""

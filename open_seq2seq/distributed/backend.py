@@ -10,7 +10,8 @@ The trainer is written once against :class:`Backend`. A backend decides
   initial variables are made identical (:meth:`broadcast_variables`) and how eval/infer
   results are gathered on the chief (:meth:`gather_objects`).
 
-The default backend is one process on the default device.
+The default backend is one process on the default device; :func:`open_seq2seq.distributed.
+factory.make_backend` chooses the backend of a run.
 """
 
 from __future__ import annotations
@@ -132,16 +133,3 @@ class Backend:
   def shutdown(self) -> None:
     """Releases resources (collective groups, MPI) at the end of a run."""
 
-
-def make_backend(params: dict, cpu_towers: int = 0) -> Backend:
-  """The backend a config asks for (single process unless towers/workers/Horovod).
-
-  ``num_gpus``/``gpu_ids`` > 1 select towers over local devices; ``use_horovod`` selects
-  Horovod; a multi-process launch (MPI environment or ``TF_CONFIG``) selects TensorFlow's
-  multi-worker all-reduce. ``cpu_towers`` splits the CPU into that many logical devices.
-  """
-  try:
-    from open_seq2seq.distributed import factory  # multi-device backends, if present
-  except ImportError:
-    return Backend()
-  return factory.make_backend(params, cpu_towers=cpu_towers)

@@ -1,7 +1,8 @@
 """Horovod backend: one replica per process, gradients all-reduced by ``horovod.tensorflow``.
 
 Run under ``mpiexec -np N`` or ``horovodrun -np N`` with ``use_horovod: True`` (or
-``--use_horovod=True``). Each process drives one device (its local rank's GPU, or the CPU);
+``--use_horovod=True``). Each process drives one device (its local rank's GPU, or the CPU),
+whatever ``num_gpus``/``gpu_ids`` say (the chief prints a notice when they ask for more);
 the trainer's cross-replica sums become Horovod all-reduces (one fused group per step), the
 chief's initial variables are broadcast to all, and eval/infer results are gathered as Python
 objects. Keras 3 variables wrap a ``tf.Variable``: Horovod is given that (``v.value``).
@@ -10,13 +11,14 @@ objects. Keras 3 variables wrap a ``tf.Variable``: Horovod is given that (``v.va
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Callable
 
 import tensorflow as tf
 
 from open_seq2seq.distributed import cluster
 from open_seq2seq.distributed.backend import Backend
-from open_seq2seq.errors import ConfigError
+from open_seq2seq.errors import ConfigError, WorkerLostError
 
 INSTALL_HINT = ("install it with scripts/install_horovod.sh, or drop use_horovod to use the "
                 "built-in multi-worker backend (mpiexec -np N python run.py ... or "
@@ -37,16 +39,34 @@ def import_horovod() -> Any:
   return hvd
 
 
+def ignored_devices_notice(params: dict, size: int) -> str | None:
+  """The line saying that ``num_gpus``/``gpu_ids`` are ignored under Horovod, or None.
+
+  As in OpenSeq2Seq, a Horovod process drives one device (its local rank's GPU), so configs
+  written for 8 GPUs (``use_horovod: True, num_gpus: 8``) run as they are: the number of
+  GPUs is the number of processes the launcher starts.
+  """
+  gpu_ids = params.get("gpu_ids") or []
+  num_gpus = len(gpu_ids) or params.get("num_gpus") or 1
+  if gpu_ids:
+    asked = f"gpu_ids={list(gpu_ids)}"
+  elif num_gpus > 1:
+    asked = f"num_gpus={num_gpus}"
+  else:
+    return None
+  notice = f"use_horovod: {asked} ignored; Horovod runs one device per process"
+  job = f"this job has {size} process{'es' if size != 1 else ''}"
+  if num_gpus == 1 or size == num_gpus:
+    return f"{notice} (its local rank's GPU; {job})"
+  return f"{notice} (start {num_gpus} processes with mpiexec -np {num_gpus}; {job})"
+
+
 class HorovodBackend(Backend):
   """Data parallelism with Horovod across processes (one device per process)."""
 
   name = "horovod"
 
   def __init__(self, params: dict):
-    if (params.get("num_gpus") or 1) > 1 or len(params.get("gpu_ids") or []) > 1:
-      raise ConfigError("num_gpus/gpu_ids > 1 cannot be combined with use_horovod: Horovod "
-                        "drives one device per process; start one process per GPU "
-                        "(mpiexec -np N) and keep num_gpus at 1")
     if os.environ.get(cluster.LAUNCHER_VAR):
       raise ConfigError("use_horovod needs mpiexec or horovodrun; open_seq2seq.launch starts "
                         "the built-in multi-worker backend only (drop use_horovod)")
@@ -60,6 +80,9 @@ class HorovodBackend(Backend):
       tf.config.set_visible_devices(gpus[hvd.local_rank() % len(gpus)], "GPU")
     self.hvd = hvd
     super().__init__(tf.distribute.get_strategy())
+    notice = ignored_devices_notice(params, hvd.size())
+    if notice and self.is_chief:
+      print(f"notice: {notice}", file=sys.stderr, flush=True)
 
   @property
   def num_replicas(self) -> int:
@@ -105,7 +128,6 @@ class HorovodBackend(Backend):
     text = str(error).strip()
     if type(error).__name__ != "HorovodInternalError" and "Horovod has been shut down" not in text:
       return None
-    from open_seq2seq.distributed.strategies import WorkerLostError
     reason = text.splitlines()[-1][:200] if text else type(error).__name__
     return WorkerLostError(
         f"rank {self.worker_index}: Horovod stopped, another rank probably died ({reason}); "

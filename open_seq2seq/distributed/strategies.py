@@ -7,7 +7,7 @@
   launcher's environment (see :mod:`open_seq2seq.distributed.cluster`). A dead or unreachable
   worker is detected by TensorFlow's coordination-service heartbeats (seconds), and any
   collective is also bounded by ``OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT`` seconds (default 1800), so
-  the job stops with :class:`WorkerLostError` instead of hanging.
+  the job stops with :class:`open_seq2seq.errors.WorkerLostError` instead of hanging.
 
 Variables are created under the strategy's scope; the multi-worker strategy broadcasts their
 initial values from the chief when they are created, so every worker starts identical.
@@ -26,7 +26,9 @@ import tensorflow as tf
 
 from open_seq2seq.distributed import cluster
 from open_seq2seq.distributed.backend import Backend
-from open_seq2seq.errors import ConfigError, OpenSeq2SeqError
+# WorkerLostError lives in open_seq2seq.errors; importing it here keeps
+# ``from open_seq2seq.distributed.strategies import WorkerLostError`` working.
+from open_seq2seq.errors import ConfigError, WorkerLostError
 
 TIMEOUT_VAR = "OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT"
 #: Bounds a collective whose peers are alive but stuck (dead peers are noticed in seconds by
@@ -40,10 +42,6 @@ _HOST = "/device:CPU:0"
 #: TensorFlow errors raised in a process whose peer died or cannot be reached.
 _LOST_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
                      tf.errors.CancelledError, tf.errors.AbortedError)
-
-
-class WorkerLostError(OpenSeq2SeqError):
-  """A worker of a multi-process job died or became unreachable; the job was stopped."""
 
 
 # ---------------------------------------------------------------------- devices

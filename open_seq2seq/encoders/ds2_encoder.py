@@ -8,17 +8,26 @@ import keras
 import tensorflow as tf
 
 from open_seq2seq.encoders.encoder import Encoder
-from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts.cnns.conv_blocks import (check_padding, conv_output_lengths,
                                                  make_initializer, sequence_mask)
-from open_seq2seq.utils.params import AnyType, Param, callable_or_class, validate_params
+from open_seq2seq.utils.params import AnyType, Param, callable_or_class, int_list, list_of
 
 CONV_PARAMS = {
-    "kernel_size": Param(list, doc="[time, frequency] kernel."),
-    "stride": Param(list, [1, 1], "[time, frequency] stride."),
+    "kernel_size": Param(int_list(2),
+                         doc="[time, frequency] kernel."),
+    "stride": Param(int_list(2), [1, 1],
+                    "[time, frequency] stride."),
     "num_channels": Param(int, doc="Output channels."),
-    "padding": Param(str, "SAME", "SAME or VALID."),
+    "padding": Param(str, "SAME", "SAME or VALID (any case)."),
 }
+
+
+def _check_conv_layer(layer: dict, path: str) -> dict:
+  """Upper-cases ``padding`` after checking it."""
+  layer["padding"] = check_padding(layer["padding"], f"{path}/padding")
+  return layer
+
+
 RNN_TYPES = ("cudnn_gru", "cudnn_lstm", "gru", "lstm", "rnn_gru", "rnn_lstm")
 
 
@@ -34,7 +43,8 @@ class DeepSpeech2Encoder(Encoder):
   """
 
   PARAMS = {
-      "conv_layers": Param(list, doc="2-D conv layers: dicts of " + ", ".join(CONV_PARAMS)),
+      "conv_layers": Param(list_of(CONV_PARAMS, "a conv_layers entry", _check_conv_layer),
+                           doc="2-D conv layers, each followed by batch norm and activation."),
       "num_rnn_layers": Param(int, 1, "Recurrent layers (0 for none)."),
       "rnn_cell_dim": Param(int, 512, "Units per direction."),
       "rnn_type": Param(str, "cudnn_gru", "GRU or LSTM.", choices=RNN_TYPES),
@@ -54,20 +64,14 @@ class DeepSpeech2Encoder(Encoder):
                                     "BFTC")),
   }
 
-  def __init__(self, params: dict[str, Any], model: Any = None, name: str = "encoder",
-               mode: str = "train"):
-    super().__init__(params, model, name, mode)
+  def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str = "encoder",
+               dtype: Any = "float32"):
+    super().__init__(params, mode=mode, name=name, dtype=dtype)
     p = self.params
     policy = self.dtype_policy
     init = make_initializer(p["initializer"], p["initializer_params"])
     self.conv_specs, self.convs, self.conv_norms = [], [], []
-    for i, raw in enumerate(p["conv_layers"]):
-      where = f"encoder_params/conv_layers[{i}]"
-      spec = validate_params(raw, CONV_PARAMS, where, "conv_layers")
-      for key in ("kernel_size", "stride"):
-        if len(spec[key]) != 2 or not all(isinstance(v, int) and v >= 1 for v in spec[key]):
-          raise ConfigError(f"{where}/{key}: expected [time, frequency] ints, got {spec[key]!r}")
-      spec["padding"] = check_padding(spec["padding"], f"{where}/padding")
+    for i, spec in enumerate(p["conv_layers"]):  # validated by CONV_PARAMS
       self.conv_specs.append(spec)
       self.convs.append(keras.layers.Conv2D(
           spec["num_channels"], spec["kernel_size"], strides=spec["stride"], padding="valid",

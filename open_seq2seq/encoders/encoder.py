@@ -13,8 +13,14 @@ class Encoder(LayerComponent):
   Subclasses declare their keys in ``PARAMS`` and implement :meth:`call`, which takes
   ``{"source_tensors": (inputs, lengths)}`` and returns a dict with at least ``"outputs"``
   ([batch, time, dim]) and ``"src_lengths"`` ([batch] int32).
+
+  What the model knows from the data (vocabulary sizes, alphabets ...) arrives as extra
+  keyword arguments a subclass names in its constructor (``vocab_size=``): the model passes
+  every keyword its family offers that the constructor accepts.
   """
 
-  def __init__(self, params: dict[str, Any], model: Any = None, name: str = "encoder",
-               mode: str = "train"):
-    super().__init__(params, model, name, mode)
+  PARAMS_KEY = "encoder_params"
+
+  def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str = "encoder",
+               dtype: Any = "float32"):
+    super().__init__(params, mode=mode, name=name, dtype=dtype)

@@ -10,23 +10,32 @@ from open_seq2seq.encoders.encoder import Encoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts.cnns.conv_blocks import (NORMALIZATIONS, ConvBlock1D, check_padding,
                                                  make_initializer, sequence_mask)
-from open_seq2seq.utils.params import AnyType, Param, callable_or_class, validate_params
+from open_seq2seq.utils.params import AnyType, Param, callable_or_class, int_list, list_of
 
 #: Keys of one ``convnet_layers`` entry.
 LAYER_PARAMS = {
     "type": Param(str, "conv1d", "conv1d or sep_conv1d (depthwise + pointwise).",
                   choices=("conv1d", "sep_conv1d")),
     "repeat": Param(int, 1, "Number of identical layers in this block."),
-    "kernel_size": Param(list, doc="[k]: kernel width in frames."),
-    "stride": Param(list, [1], "[s]: stride (only the block's layers with s > 1 subsample)."),
-    "dilation": Param(list, [1], "[d]: dilation."),
+    "kernel_size": Param(int_list(1), doc="[k]: kernel width in frames."),
+    "stride": Param(int_list(1), [1],
+                    "[s]: stride (only the block's layers with s > 1 subsample)."),
+    "dilation": Param(int_list(1), [1], "[d]: dilation."),
     "num_channels": Param(int, doc="Output channels."),
-    "padding": Param(str, "SAME", "SAME (length ceil(L/s)) or VALID."),
+    "padding": Param(str, "SAME", "SAME (length ceil(L/s)) or VALID (any case)."),
     "dropout_keep_prob": Param((float, None), None, "Keep probability (default: the encoder's)."),
     "residual": Param(bool, False, "Add a 1x1-projected residual from the block's input."),
     "residual_dense": Param(bool, False,
                             "Dense residual: add projections of every earlier residual block's input."),
 }
+
+
+def _check_block(block: dict, path: str) -> dict:
+  """Rules across one block's keys; upper-cases ``padding``."""
+  block["padding"] = check_padding(block["padding"], f"{path}/padding")
+  if block["residual"] and block["stride"][0] > 1:
+    raise ConfigError(f"{path}: a residual block cannot have stride > 1")
+  return block
 
 
 class TDNNEncoder(Encoder):
@@ -40,7 +49,8 @@ class TDNNEncoder(Encoder):
   """
 
   PARAMS = {
-      "convnet_layers": Param(list, doc="Blocks, each a dict of: " + ", ".join(LAYER_PARAMS)),
+      "convnet_layers": Param(list_of(LAYER_PARAMS, "a convnet_layers block", _check_block,
+                                      min_items=1), doc="Blocks of conv layers."),
       "dropout_keep_prob": Param(float, 1.0, "Keep probability of dropout after each layer."),
       "activation_fn": Param(callable_or_class, tf.nn.relu, "Activation after each layer."),
       "normalization": Param((str, None), "batch_norm", "batch_norm, layer_norm or None.",
@@ -60,23 +70,15 @@ class TDNNEncoder(Encoder):
                            "internal).", choices=("channels_first", "channels_last")),
   }
 
-  def __init__(self, params: dict[str, Any], model: Any = None, name: str = "encoder",
-               mode: str = "train"):
-    super().__init__(params, model, name, mode)
+  def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str = "encoder",
+               dtype: Any = "float32"):
+    super().__init__(params, mode=mode, name=name, dtype=dtype)
     p = self.params
     init = make_initializer(p["initializer"], p["initializer_params"])
     self.blocks: list[list[ConvBlock1D]] = []
     self._block_specs = []
     num_residual_blocks = 0
-    for b, raw in enumerate(p["convnet_layers"]):
-      where = f"encoder_params/convnet_layers[{b}]"
-      spec = validate_params(raw, LAYER_PARAMS, where, "convnet_layers")
-      for key in ("kernel_size", "stride", "dilation"):
-        if len(spec[key]) != 1 or not isinstance(spec[key][0], int) or spec[key][0] < 1:
-          raise ConfigError(f"{where}/{key}: expected [positive int], got {spec[key]!r}")
-      padding = check_padding(spec["padding"], f"{where}/padding")
-      if spec["residual"] and spec["stride"][0] > 1:
-        raise ConfigError(f"{where}: a residual block cannot have stride > 1")
+    for b, spec in enumerate(p["convnet_layers"]):  # validated by LAYER_PARAMS
       keep = spec["dropout_keep_prob"]
       keep = p["dropout_keep_prob"] if keep is None else keep
       drop_block = 0.0
@@ -93,14 +95,12 @@ class TDNNEncoder(Encoder):
         last = r == spec["repeat"] - 1
         layers.append(ConvBlock1D(
             spec["type"], spec["num_channels"], spec["kernel_size"][0], spec["stride"][0],
-            spec["dilation"][0], padding, p["activation_fn"], p["normalization"],
+            spec["dilation"][0], spec["padding"], p["activation_fn"], p["normalization"],
             p["bn_momentum"], p["bn_epsilon"], 1.0 - keep, init,
             num_residuals=num_res if last else 0, drop_block_prob=drop_block if last else 0.0,
             dtype=self.dtype_policy, name=f"conv{b + 1}{r + 1}"))
       self.blocks.append(layers)
       self._block_specs.append(spec)
-    if not self.blocks:
-      raise ConfigError("encoder_params/convnet_layers: needs at least one block")
 
   def call(self, input_dict: dict, training: bool | None = None) -> dict:
     x, lengths = input_dict["source_tensors"]

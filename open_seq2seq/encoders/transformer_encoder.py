@@ -18,19 +18,8 @@ from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
                                                   dropout_seed_generator,
                                                   get_padding_bias, get_position_encoding,
                                                   normalize_norm_params, resolve_initializer)
+from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.params import Param
-
-
-def vocab_size_from(params: dict, model: Any, key: str, where: str) -> int:
-  """``params[key]`` if set, else what the model's data layer publishes under ``key``."""
-  size = params.get(key)
-  if size is None:
-    data_layer = getattr(model, "data_layer", None)
-    size = getattr(data_layer, "params", {}).get(key)
-  if not isinstance(size, int) or size <= 0:
-    raise ConfigError(f"{where}/{key}: unknown or invalid ({size!r}); the data layer must "
-                      f"publish {key} or the config must set it")
-  return size
 
 
 class TransformerEncoderLayer(keras.layers.Layer):
@@ -72,12 +61,12 @@ class TransformerEncoder(Encoder):
   * ``"encoder_input"``: the source ids.
 
   The source :class:`EmbeddingSharedWeights` is the attribute ``embedding_softmax_layer``
-  (a decoder with ``shared_embed`` takes it from ``model.encoder``). Unlike OpenSeq2Seq it
-  is not in the output dict: Keras 3 rejects a layer object mixed with tensors in the
-  decoder's call argument.
+  (with ``shared_embed`` the model hands it to the decoder's ``reuse_embeddings``). Unlike
+  OpenSeq2Seq it is not in the output dict: Keras 3 rejects a layer object mixed with
+  tensors in the decoder's call argument.
 
-  The vocabulary size is ``src_vocab_size`` if set, else the data layer's
-  ``params["src_vocab_size"]``.
+  The vocabulary size is ``src_vocab_size`` if set, else ``vocab_size`` (which the model
+  takes from its data layer's description).
   """
 
   PARAMS = {
@@ -89,15 +78,15 @@ class TransformerEncoder(Encoder):
                               "(the feed-forward network runs on padded positions too)."),
   }
 
-  def __init__(self, params: dict[str, Any], model: Any = None,
-               name: str = "transformer_encoder", mode: str = "train"):
-    params = self.validate_params(params, prefix="encoder_params")
-    check_shared_params(params, "encoder_params")
-    if params["encoder_layers"] <= 0:
+  def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
+               mode: str = "train", name: str = "transformer_encoder",
+               dtype: Any = "float32"):
+    super().__init__(params, mode=mode, name=name, dtype=dtype)
+    check_shared_params(self.params, "encoder_params")
+    if self.params["encoder_layers"] <= 0:
       raise ConfigError(f"encoder_params/encoder_layers: must be positive, "
-                        f"got {params['encoder_layers']}")
-    super().__init__(params, model, name=name, mode=mode)
-    self.vocab_size = vocab_size_from(self.params, model, "src_vocab_size", "encoder_params")
+                        f"got {self.params['encoder_layers']}")
+    self.vocab_size = resolve_size(self.params, "src_vocab_size", vocab_size, "encoder_params")
     epsilon = normalize_norm_params(self.params["norm_params"], "encoder_params")
     initializer = resolve_initializer(self.params["initializer"],
                                       self.params["initializer_params"])

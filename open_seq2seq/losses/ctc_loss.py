@@ -57,8 +57,8 @@ class CTCLoss(Loss):
                         "Replace NaN/inf utterance losses (impossible alignments) by 0."),
   }
 
-  def __init__(self, params: dict[str, Any], model: Any = None, name: str = "ctc_loss"):
-    super().__init__(params, model, name)
+  def __init__(self, params: dict[str, Any] | None = None, *, name: str = "ctc_loss"):
+    super().__init__(params, name=name)
 
   def compute_loss(self, input_dict: dict) -> tuple[tf.Tensor, tf.Tensor]:
     decoder_output = input_dict["decoder_output"]

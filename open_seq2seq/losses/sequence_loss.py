@@ -44,8 +44,8 @@ class PaddedCrossEntropyLossWithSmoothing(Loss):
   Logits and targets are zero-padded to a common length; positions past each target's
   length are masked out. Returns the sum over real target tokens and their number.
 
-  ``V`` is ``tgt_vocab_size`` if given, else the data layer's ``tgt_vocab_size``, else the
-  logits' last dimension; with ``pad_embeddings_2_eight`` it is rounded up to a multiple of
+  ``V`` is ``tgt_vocab_size`` if set, else ``vocab_size`` (which the model takes from its
+  data layer's description), else the logits' last dimension; with ``pad_embeddings_2_eight`` it is rounded up to a multiple of
   8, like the decoder's output layer.
   """
 
@@ -54,20 +54,18 @@ class PaddedCrossEntropyLossWithSmoothing(Loss):
       "pad_embeddings_2_eight": Param(bool, False,
                                       "Vocabulary padded to a multiple of 8 (as the decoder)."),
       "tgt_vocab_size": Param((int, None), None,
-                              "Target vocabulary size (default: data layer's, or logits')."),
+                              "Target vocabulary size (default: the data's, or logits')."),
       "batch_size": Param((int, None), None, "Accepted for OpenSeq2Seq compatibility; unused."),
   }
 
-  def __init__(self, params: dict[str, Any], model: Any = None,
+  def __init__(self, params: dict[str, Any] | None = None, *, vocab_size: int | None = None,
                name: str = "padded_cross_entropy_with_smoothing"):
-    super().__init__(self.validate_params(params, "loss_params"), model, name)
+    super().__init__(params, name=name)
     smoothing = self.params["label_smoothing"]
     if not 0.0 <= smoothing < 1.0:
       raise ConfigError(f"loss_params/label_smoothing: must be in [0, 1), got {smoothing}")
-    vocab_size = self.params["tgt_vocab_size"]
-    if vocab_size is None and model is not None and getattr(model, "data_layer", None):
-      vocab_size = model.data_layer.params.get("tgt_vocab_size")
-    self._vocab_size = vocab_size
+    configured = self.params["tgt_vocab_size"]
+    self._vocab_size = configured if configured is not None else vocab_size
 
   def vocab_size(self, logits: tf.Tensor) -> int:
     """The ``V`` of the smoothing formula for these logits."""
@@ -133,9 +131,9 @@ class BasicSequenceLoss(Loss):
       "batch_size": Param((int, None), None, "Accepted for OpenSeq2Seq compatibility; unused."),
   }
 
-  def __init__(self, params: dict[str, Any], model: Any = None,
+  def __init__(self, params: dict[str, Any] | None = None, *,
                name: str = "basic_sequence_loss"):
-    super().__init__(self.validate_params(params, "loss_params"), model, name)
+    super().__init__(params, name=name)
 
   def compute_loss(self, input_dict: dict) -> tuple[tf.Tensor, tf.Tensor]:
     logits = tf.convert_to_tensor(input_dict["decoder_output"]["logits"])
@@ -172,9 +170,9 @@ class CrossEntropyLoss(Loss):
 
   PARAMS = {}
 
-  def __init__(self, params: dict[str, Any] | None = None, model: Any = None,
+  def __init__(self, params: dict[str, Any] | None = None, *,
                name: str = "cross_entropy_loss"):
-    super().__init__(self.validate_params(params, "loss_params"), model, name)
+    super().__init__(params, name=name)
 
   def compute_loss(self, input_dict: dict) -> tuple[tf.Tensor, tf.Tensor]:
     logits = input_dict["decoder_output"]["logits"]

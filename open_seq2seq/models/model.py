@@ -1,6 +1,10 @@
 """Base model: owns the components a config names and the top-level parameters.
 
-A model family (Text2Text, Speech2Text, ...) subclasses :class:`Model` and implements the
+The model wires its components: it builds the data layer, reads what the data layer
+provides (``data_layer.description``) and hands sizes, dtype and shared layers to the
+encoder, decoder and loss, which never hold the model. A model family (Text2Text,
+Speech2Text, ...) subclasses :class:`Model`, says what its components receive
+(:meth:`Model.component_kwargs`, :meth:`Model.connect_components`) and implements the
 hooks that turn numpy batches and outputs into printed samples, eval metrics and inference
 lines. Training, distribution, precision and checkpoints live in ``open_seq2seq.training``
 and never change for a new family.
@@ -8,19 +12,36 @@ and never change for a new family.
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import Any, Callable, Mapping
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from open_seq2seq.data.description import DataDescription
+from open_seq2seq.outputs import InferenceOutput, SampleSummary, TextLines
 from open_seq2seq.utils.params import AnyType, Configurable, Param, callable_or_class
 
 _STEPS = (int, None)
 
-#: Pairs (component key, its params key) validated against the component's declarations.
-COMPONENT_KEYS = (("data_layer", "data_layer_params"), ("encoder", "encoder_params"),
-                  ("decoder", "decoder_params"), ("loss", "loss_params"))
+
+def accepted_kwargs(component: Callable, offered: Mapping[str, Any]) -> dict[str, Any]:
+  """The keyword arguments of ``offered`` that ``component``'s constructor names.
+
+  A family offers every component of a slot the same inputs (a Text2Text loss is offered
+  ``vocab_size``); each component takes those it declares, so a loss that needs no
+  vocabulary size does not have to accept one.
+  """
+  try:
+    parameters = inspect.signature(component).parameters.values()
+  except (TypeError, ValueError):  # no introspectable signature: offer everything
+    return dict(offered)
+  if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+    return dict(offered)
+  names = {p.name for p in parameters
+           if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+  return {key: value for key, value in offered.items() if key in names}
 
 
 class Model(Configurable):
@@ -93,33 +114,76 @@ class Model(Configurable):
                worker_id: int = 0):
     self.params = params
     self.mode = mode
-    infer_mode = "infer" if mode == "interactive_infer" else mode
-    # The data layer comes first: it reads vocabularies and publishes sizes
-    # (e.g. data_layer.params["src_vocab_size"]) that the encoder and decoder need.
-    self.data_layer = self.make_data_layer(params, infer_mode, num_workers, worker_id)
-    self.encoder = params["encoder"](params["encoder_params"], model=self, mode=infer_mode)
-    self.decoder = params["decoder"](params["decoder_params"], model=self, mode=infer_mode)
-    self.loss = (params["loss"](params["loss_params"], model=self)
-                 if params["loss"] is not None else None)
+    self._variables_created = False
+    # The data layer comes first: its description carries the vocabulary sizes (and
+    # alphabets, feature counts) that the encoder, decoder and loss are built with.
+    self.data_layer = self.make_data_layer(params, mode, num_workers, worker_id)
+    self.description: DataDescription = self.data_layer.description
+    self.build_components(self.description)
 
   # ----------------------------------------------------------------- components
   def make_data_layer(self, params: dict[str, Any], mode: str, num_workers: int = 1,
                       worker_id: int = 0):
-    """Builds the data layer described by ``params`` (a validated mode config)."""
+    """Builds the data layer described by ``params`` (a validated mode config).
+
+    ``mode`` may be "interactive_infer": the layer then reads no dataset files.
+    """
     if mode == "train":
       batch_size = params["batch_size_per_gpu"]
     else:
       batch_size = params["eval_batch_size_per_gpu"] or params["batch_size_per_gpu"]
-    return params["data_layer"](params["data_layer_params"], model=self, mode=mode,
-                                batch_size=batch_size, num_workers=num_workers,
-                                worker_id=worker_id)
+    return params["data_layer"](params["data_layer_params"], mode=mode, batch_size=batch_size,
+                                num_workers=num_workers, worker_id=worker_id,
+                                random_seed=params["random_seed"])
+
+  def build_components(self, description: DataDescription) -> None:
+    """Builds the encoder, decoder and loss from the config, then connects them.
+
+    Encoder and decoder get the run's ``mode`` ("infer" for interactive_infer) and the
+    model's ``dtype``; every component also gets the keywords of :meth:`component_kwargs`
+    that its constructor names.
+    """
+    mode = "infer" if self.mode == "interactive_infer" else self.mode
+    layer_kwargs = {"mode": mode, "dtype": self.params["dtype"]}
+    self.encoder = self.build_component("encoder", description, **layer_kwargs)
+    self.decoder = self.build_component("decoder", description, **layer_kwargs)
+    self.loss = None
+    if self.params["loss"] is not None:
+      self.loss = self.build_component("loss", description)
+    self.connect_components()
+
+  def build_component(self, slot: str, description: DataDescription, **kwargs: Any) -> Any:
+    """Instance of the config's ``slot`` class ("encoder", "decoder", "loss") with its params."""
+    component = self.params[slot]
+    offered = accepted_kwargs(component, self.component_kwargs(slot, description))
+    return component(self.params[f"{slot}_params"], **kwargs, **offered)
+
+  def component_kwargs(self, slot: str, description: DataDescription) -> dict[str, Any]:
+    """What the family offers the component of ``slot`` besides its params (sizes ...).
+
+    Args:
+      slot: "encoder", "decoder" or "loss".
+      description: what the data layer provides.
+
+    Returns:
+      Keyword arguments; a component receives those its constructor names.
+    """
+    return {}
+
+  def connect_components(self) -> None:
+    """Links built components to each other (e.g. shared embeddings); nothing by default."""
 
   @property
   def layers(self) -> list[keras.layers.Layer]:
-    layers = [self.encoder, self.decoder]
+    return list(self.named_layers.values())
+
+  @property
+  def named_layers(self) -> dict[str, keras.layers.Layer]:
+    """The layers holding the model's variables, by the name checkpoints use."""
+    names = {"encoder": self.encoder, "decoder": self.decoder}
     if isinstance(self.loss, keras.layers.Layer):
-      layers.append(self.loss)
-    return layers
+      names["loss"] = self.loss
+    return names
 
   @property
   def trainable_variables(self) -> list:
@@ -130,6 +194,16 @@ class Model(Configurable):
     return [v for layer in self.layers for v in layer.variables]
 
   # ----------------------------------------------------------------- computation
+  def create_variables(self, batch: dict) -> None:
+    """Creates every variable by running the model once on ``batch`` (idempotent)."""
+    if self._variables_created:
+      return
+    if "target_tensors" in batch and self.loss is not None:
+      self.compute_loss(batch, training=False)
+    else:
+      self.forward(batch, training=False)
+    self._variables_created = True
+
   def forward(self, batch: dict, training: bool) -> dict:
     """Encoder then decoder with teacher forcing (targets given)."""
     encoder_output = self.encoder({"source_tensors": batch["source_tensors"]},
@@ -151,17 +225,15 @@ class Model(Configurable):
     inputs = {k: v for k, v in batch.items() if k != "target_tensors"}
     return self.forward(inputs, training=False)
 
-  def num_tokens(self, batch: dict) -> tf.Tensor:
-    """Real (non-padding) source + target units in a batch, for tokens/s."""
-    total = tf.reduce_sum(tf.cast(batch["source_tensors"][1], tf.int64))
-    if "target_tensors" in batch:
-      total += tf.reduce_sum(tf.cast(batch["target_tensors"][1], tf.int64))
-    return total
-
   # ----------------------------------------------------------------- family hooks (numpy)
   def format_samples(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
                      max_samples: int = 1) -> list[str]:
     """Human-readable lines (source / reference / prediction) for the console."""
+    return []
+
+  def sample_summaries(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
+                       ) -> list[SampleSummary]:
+    """Images, audio or text of the same samples for TensorBoard (e.g. an attention map)."""
     return []
 
   def evaluate(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
@@ -176,13 +248,22 @@ class Model(Configurable):
   best_metric: tuple[str, bool] = ("loss", False)
 
   def infer(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
-    """Per-example inference results ``[(id, text), ...]``."""
+    """Per-example inference results ``[(id, result), ...]`` gathered across workers."""
     return []
+
+  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
+                        ) -> list[str]:
+    """What ``interactive_infer`` prints for each input of the batch."""
+    return [str(result) for _, result in sorted(self.infer(batch, outputs), key=lambda r: r[0])]
 
   def score_inference(self, results: list) -> dict[str, float]:
     """Metrics of inference results against references the data layer knows (if any)."""
     return {}
 
-  def finalize_inference(self, results: list) -> tuple[str, list[str]]:
-    """``(header, lines)`` to write in file order; header may be empty."""
-    return "", [text for _, text in results]
+  def finalize_inference(self, results: list) -> list[InferenceOutput]:
+    """The outputs to write, formatted from every worker's :meth:`infer` results.
+
+    The toolkit's :class:`~open_seq2seq.outputs.OutputSink` writes them (chief only, input
+    order, atomically); an output without a path goes to ``--infer_output_file``.
+    """
+    return [TextLines(results)]

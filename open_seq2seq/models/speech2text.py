@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import os
-import pickle
 from typing import Any
 
 import numpy as np
 
+from open_seq2seq.data.description import DataDescription, SpeechDescription
+from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
+from open_seq2seq.outputs import CsvRows, InferenceOutput, PickledObject
 from open_seq2seq.utils.metrics import edit_distance
-
-
-def _csv_line(*fields: str) -> str:
-  buffer = io.StringIO()
-  csv.writer(buffer, lineterminator="").writerow(fields)
-  return buffer.getvalue()
 
 
 def _edits(ref: str, hyp: str) -> tuple[int, int, int, int]:
@@ -36,14 +30,23 @@ class Speech2Text(Model):
   writes ``wav_filename,predicted_transcript`` rows in input order and, with the decoder's
   ``infer_logits_to_pickle``, a pickle of ``{wav_filename: logits [T, V]}`` for offline
   decoding.
+
+  The data layer's description must be a
+  :class:`~open_seq2seq.data.description.SpeechDescription`: the decoder is offered
+  ``vocab_size`` (CTC classes, blank included) and the alphabet ``idx2char``.
   """
 
   best_metric = ("WER", False)
 
-  def __init__(self, params: dict[str, Any], mode: str = "train", num_workers: int = 1,
-               worker_id: int = 0):
-    super().__init__(params, mode, num_workers, worker_id)
-    self._infer_logits: dict[int, np.ndarray] = {}
+  # ------------------------------------------------------------------ wiring
+  def component_kwargs(self, slot: str, description: DataDescription) -> dict[str, Any]:
+    """The decoder gets the number of CTC classes and the alphabet (for LM decoding)."""
+    if not isinstance(description, SpeechDescription):
+      raise ConfigError(f"data_layer: Speech2Text needs a data layer describing speech "
+                        f"(SpeechDescription), got {type(description).__name__}")
+    if slot == "decoder":
+      return {"vocab_size": description.tgt_vocab_size, "idx2char": description.idx2char}
+    return {}
 
   # ------------------------------------------------------------------ decoding to text
   @property
@@ -90,32 +93,35 @@ class Speech2Text(Model):
             "CER": float(totals[2] / max(totals[3], 1))}
 
   def infer(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
-    if self.decoder.params["infer_logits_to_pickle"]:
-      for index, logits, n in zip(batch["id"], outputs["logits"], outputs["src_length"]):
-        self._infer_logits[int(index)] = np.asarray(logits[:n], np.float32)
-    return [(int(i), text) for i, text in zip(batch["id"], self.decode_outputs(outputs))]
+    """Per utterance: (id, (transcript, logits [T, V] if infer_logits_to_pickle else None))."""
+    keep_logits = self.decoder.params["infer_logits_to_pickle"]
+    texts = self.decode_outputs(outputs)
+    return [(int(index), (text, np.asarray(logits[:n], np.float32) if keep_logits else None))
+            for index, text, logits, n in zip(batch["id"], texts, outputs["logits"],
+                                               outputs["src_length"])]
+
+  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
+                        ) -> list[str]:
+    """The transcript of each typed audio path."""
+    return self.decode_outputs(outputs)
 
   def score_inference(self, results: list) -> dict[str, float]:
     """WER/CER of the transcripts when the infer CSVs have a ``transcript`` column."""
     layer = self.data_layer
     if not results or layer.interactive_inputs or not any(layer.transcripts):
       return {}
-    return self.finalize_evaluation([(i, _edits(layer.transcripts[i], hyp))
-                                     for i, hyp in results])
+    return self.finalize_evaluation([(i, _edits(layer.transcripts[i], text))
+                                     for i, (text, _) in results])
 
-  def finalize_inference(self, results: list) -> tuple[str, list[str]]:
+  def finalize_inference(self, results: list) -> list[InferenceOutput]:
+    """``wav_filename,predicted_transcript`` rows, and the pickle of logits if asked for."""
     layer = self.data_layer
-    lines = [_csv_line(layer.wav_filename(i), text) for i, text in results]
-    if self.decoder.params["infer_logits_to_pickle"] and self._infer_logits:
-      self._dump_logits()
-    return "wav_filename,predicted_transcript", lines
-
-  def _dump_logits(self) -> None:
-    path = (self.decoder.params["infer_logits_file"] or
-            os.path.join(self.params["logdir"], "infer_logits.pickle"))
-    dump = {self.data_layer.wav_filename(i): l for i, l in sorted(self._infer_logits.items())}
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-      pickle.dump(dump, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, path)
+    outputs: list[InferenceOutput] = [
+        CsvRows([(i, (layer.wav_filename(i), text)) for i, (text, _) in results],
+                columns=("wav_filename", "predicted_transcript"))]
+    if self.decoder.params["infer_logits_to_pickle"]:
+      path = (self.decoder.params["infer_logits_file"] or
+              os.path.join(self.params["logdir"], "infer_logits.pickle"))
+      outputs.append(PickledObject(
+          {layer.wav_filename(i): logits for i, (_, logits) in results}, path))
+    return outputs

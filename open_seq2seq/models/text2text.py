@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from open_seq2seq.data.description import DataDescription, TextDescription
 from open_seq2seq.data.text2text.text2text import split_tokens
 from open_seq2seq.data.text2text.vocab import SpecialTextTokens
+from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
+from open_seq2seq.outputs import TextLines
 from open_seq2seq.utils.metrics import corpus_bleu
 
 _PAD = SpecialTextTokens.PAD_ID.value
@@ -56,24 +59,42 @@ class Text2Text(Model):
   """Sequence-to-sequence model over text, scored by corpus BLEU (sacrebleu, 13a).
 
   Works with :class:`~open_seq2seq.data.text2text.ParallelTextDataLayer` (or any data layer
-  publishing ``source_idx2seq``, ``target_idx2seq`` and ``delimiter`` in its params). The
-  decoder's ``"outputs"`` are predicted ids [batch, time]; decoding stops at the first EOS.
+  whose ``description`` is a :class:`~open_seq2seq.data.description.TextDescription`): the
+  encoder is offered ``vocab_size`` = the source vocabulary size, the decoder and the loss
+  the target's, and with ``decoder_params/shared_embed`` the decoder reuses the encoder's
+  embedding. The decoder's ``"outputs"`` are predicted ids [batch, time]; decoding stops at the first EOS.
   BLEU compares detokenized hypotheses with the raw reference lines of the target file, so
   out-of-vocabulary reference words count as they should.
   """
 
   best_metric = ("BLEU", True)
+  description: TextDescription
+
+  # ----------------------------------------------------------------- wiring
+  def component_kwargs(self, slot: str, description: DataDescription) -> dict[str, Any]:
+    """The encoder gets the source vocabulary size; the decoder and the loss the target's."""
+    if not isinstance(description, TextDescription):
+      raise ConfigError(f"data_layer: Text2Text needs a data layer describing a text corpus "
+                        f"(TextDescription), got {type(description).__name__}")
+    if slot == "encoder":
+      return {"vocab_size": description.src_vocab_size}
+    return {"vocab_size": description.tgt_vocab_size}
+
+  def connect_components(self) -> None:
+    """With ``decoder_params/shared_embed`` the decoder reuses the encoder's embedding."""
+    if self.decoder.params.get("shared_embed"):
+      self.decoder.reuse_embeddings(getattr(self.encoder, "embedding_softmax_layer", None))
 
   # ----------------------------------------------------------------- decoding
   @property
   def _delimiter(self) -> str:
-    return self.data_layer.params.get("delimiter", " ")
+    return self.description.delimiter
 
   def source_text(self, ids: Iterable[int]) -> str:
-    return ids_to_text(ids, self.data_layer.params["source_idx2seq"], self._delimiter)
+    return ids_to_text(ids, self.description.source_idx2seq, self._delimiter)
 
   def target_text(self, ids: Iterable[int]) -> str:
-    return ids_to_text(ids, self.data_layer.params["target_idx2seq"], self._delimiter)
+    return ids_to_text(ids, self.description.target_idx2seq, self._delimiter)
 
   @staticmethod
   def predicted_ids(outputs: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -132,6 +153,6 @@ class Text2Text(Model):
                   for i, _ in results]
     return {"BLEU": corpus_bleu([text for _, text in results], references)}
 
-  def finalize_inference(self, results: list) -> tuple[str, list[str]]:
-    """No header; one translation per line, in file order."""
-    return "", [text for _, text in results]
+  def finalize_inference(self, results: list) -> list[TextLines]:
+    """One translation per line, in input order, no header."""
+    return [TextLines(results)]

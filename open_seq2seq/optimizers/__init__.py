@@ -1,18 +1,20 @@
 """Optimizers, learning-rate policies, regularization and variable freezing."""
 
 from open_seq2seq.optimizers import lr_policies
-from open_seq2seq.optimizers.lr_policies import (LRPolicySchedule, complete_lr_policy_params,
-                                                 cosine_decay, exp_decay, fixed_lr,
-                                                 inv_poly_decay, piecewise_constant,
-                                                 poly_decay, transformer_policy)
-from open_seq2seq.optimizers.optimizers import (OPTIMIZERS, freeze_filter, get_optimizer,
-                                                is_regularized, make_regularizer,
-                                                optimizer_declarations, regularization_loss,
-                                                regularizer_declarations,
+from open_seq2seq.optimizers.lr_policies import (POLICIES, LRPolicySchedule,
+                                                 complete_lr_policy_params, cosine_decay,
+                                                 exp_decay, fixed_lr, inv_poly_decay,
+                                                 piecewise_constant, poly_decay,
+                                                 policy_declarations, transformer_policy)
+from open_seq2seq.optimizers.optimizers import (OPTIMIZERS, REGULARIZERS, SUMMARIES,
+                                                freeze_filter, get_optimizer, is_regularized,
+                                                make_regularizer, optimizer_declarations,
+                                                regularization_loss, regularizer_declarations,
                                                 validate_optimizer_params)
 
-__all__ = ["lr_policies", "LRPolicySchedule", "complete_lr_policy_params", "cosine_decay",
-           "exp_decay", "fixed_lr", "inv_poly_decay", "piecewise_constant", "poly_decay",
-           "transformer_policy", "OPTIMIZERS", "freeze_filter", "get_optimizer",
-           "is_regularized", "make_regularizer", "optimizer_declarations",
-           "regularization_loss", "regularizer_declarations", "validate_optimizer_params"]
+__all__ = ["lr_policies", "LRPolicySchedule", "POLICIES", "complete_lr_policy_params",
+           "cosine_decay", "exp_decay", "fixed_lr", "inv_poly_decay", "piecewise_constant",
+           "poly_decay", "policy_declarations", "transformer_policy", "OPTIMIZERS",
+           "REGULARIZERS", "SUMMARIES", "freeze_filter", "get_optimizer", "is_regularized",
+           "make_regularizer", "optimizer_declarations", "regularization_loss",
+           "regularizer_declarations", "validate_optimizer_params"]

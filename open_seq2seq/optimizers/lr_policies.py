@@ -6,9 +6,11 @@ update) as a float32 scalar. ``global_step`` may be a Python int or an integer t
 the optimizer's int64 ``iterations``), inside or outside ``tf.function``. Only pure TF ops
 depend on the step, so one traced function serves every step.
 
-Each parameter carries a plain type annotation so that the config loader
-(:func:`open_seq2seq.utils.params.signature_params`) can check ``lr_policy_params``.
-``float = None`` annotations mean "float or None" (the loader does not read unions).
+:data:`POLICIES` is the set of policies (the config reference lists exactly these; a config
+may also name its own function). Each parameter carries a plain type annotation and a
+one-line description in the docstring's ``Args:`` so that :func:`policy_declarations` can
+check ``lr_policy_params`` and document it. ``float = None`` annotations mean "float or None"
+(the loader does not read unions).
 
 :func:`complete_lr_policy_params` fills in ``decay_steps`` and ``steps_per_epoch`` from the
 run's length, as OpenSeq2Seq's model did, and :class:`LRPolicySchedule` turns a policy into a
@@ -27,6 +29,7 @@ import keras
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.utils.params import Param, signature_params
 
 _PREFIX = "lr_policy_params"
 
@@ -320,9 +323,21 @@ class LRPolicySchedule(keras.optimizers.schedules.LearningRateSchedule):
     return cls(getattr(module, func_name), config["lr_policy_params"])
 
 
-POLICIES = {f.__name__: f for f in (fixed_lr, piecewise_constant, exp_decay, poly_decay,
-                                    cosine_decay, transformer_policy, inv_poly_decay)}
+#: The learning-rate policies, by name: what the config reference and ``--help_params`` list.
+POLICIES: dict[str, Callable] = {
+    f.__name__: f for f in (fixed_lr, piecewise_constant, exp_decay, poly_decay, cosine_decay,
+                            transformer_policy, inv_poly_decay)}
+
+
+def policy_declarations(lr_policy: Callable) -> dict[str, Param]:
+  """The ``lr_policy_params`` keys ``lr_policy`` takes: its signature and ``Args:`` docs.
+
+  Required keys may be left out of a config: :func:`complete_lr_policy_params` fills
+  ``decay_steps`` and ``steps_per_epoch`` from the run and reports what is still missing.
+  """
+  return signature_params(lr_policy, skip=("global_step",))
+
 
 __all__ = ["fixed_lr", "piecewise_constant", "exp_decay", "poly_decay", "cosine_decay",
            "transformer_policy", "inv_poly_decay", "complete_lr_policy_params",
-           "LRPolicySchedule", "POLICIES"]
+           "LRPolicySchedule", "POLICIES", "policy_declarations"]

@@ -31,7 +31,7 @@ import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.utils.params import (REQUIRED, Param, join_path, signature_params,
-                                       unknown_key_error)
+                                       unknown_key_error, validate_params)
 
 #: Display name -> Keras class. Lookup is case-insensitive.
 OPTIMIZERS: dict[str, type] = {
@@ -67,6 +67,44 @@ _REDIRECTS = {
     "global_clipnorm": "max_grad_norm",
     "gradient_accumulation_steps": "iter_size",
     "loss_scale_factor": "loss_scaling",
+}
+
+#: One-line descriptions of the Keras keywords (their docstrings run to paragraphs).
+_DOCS = {
+    "learning_rate": "Learning rate when no lr_policy is set (an lr_policy sets it otherwise).",
+    "beta_1": "Decay rate of the first-moment (mean) estimates.",
+    "beta_2": "Decay rate of the second-moment (variance) estimates.",
+    "epsilon": "Small constant added to the denominator for numerical stability.",
+    "amsgrad": "Use the AMSGrad variant (maximum of past second moments).",
+    "weight_decay": "Decoupled weight decay: w -= lr * weight_decay * w each update.",
+    "clipnorm": "Clip each weight's gradient to this norm (max_grad_norm clips globally).",
+    "clipvalue": "Clip each gradient element to [-clipvalue, clipvalue].",
+    "use_ema": "Keep an exponential moving average of the weights.",
+    "ema_momentum": "Momentum of the weights' moving average (with use_ema).",
+    "ema_overwrite_frequency": "Overwrite the weights by their average every N steps (use_ema).",
+    "name": "Name of the optimizer (prefix of its variables).",
+    "momentum": "Momentum factor (0: plain gradient descent).",
+    "nesterov": "Use Nesterov momentum.",
+    "rho": "Decay of the moving average of squared gradients.",
+    "centered": "Normalise by the centred second moment (variance) instead.",
+    "initial_accumulator_value": "Start value of the accumulators (>= 0).",
+    "learning_rate_power": "Power of the learning-rate decrease (<= 0; 0: fixed rate).",
+    "l1_regularization_strength": "L1 regularization strength (>= 0).",
+    "l2_regularization_strength": "Stabilization L2 strength (>= 0), not plain L2 decay.",
+    "l2_shrinkage_regularization_strength": "Magnitude-penalty L2 strength (>= 0).",
+    "beta": "Ftrl's beta (1.0 in the FTRL paper).",
+}
+
+#: One-line description of each optimizer name, for the reference and ``--help_params``.
+SUMMARIES = {
+    "Adam": "keras.optimizers.Adam with TF 1's epsilon 1e-8.",
+    "AdamW": "keras.optimizers.AdamW: Adam with decoupled weight decay.",
+    "LazyAdam": "Plain Adam (Keras has no lazy sparse variant; the two agree on dense gradients).",
+    "SGD": "keras.optimizers.SGD: gradient descent, momentum optional.",
+    "Momentum": "keras.optimizers.SGD with a required momentum (TF 1 MomentumOptimizer).",
+    "RMSProp": "keras.optimizers.RMSprop (mean square starts at 0; TF 1: at 1).",
+    "Adagrad": "keras.optimizers.Adagrad.",
+    "Ftrl": "keras.optimizers.Ftrl.",
 }
 
 #: Types of Keras keys whose default (None) does not tell the type.
@@ -111,12 +149,16 @@ def optimizer_declarations(optimizer: str | Callable) -> dict[str, Param]:
   if isinstance(klass, type) and issubclass(klass, keras.optimizers.Optimizer):
     for key in _REDIRECTS:
       declared.pop(key, None)
+    for key in declared:
+      if key in _DOCS:
+        declared[key] = dataclasses.replace(declared[key], doc=_DOCS[key])
     for key, types in _NONE_DEFAULT_TYPES.items():
       if key in declared and declared[key].default is None:
         declared[key] = dataclasses.replace(declared[key], types=types)
     for key, value in _TF1_DEFAULTS.get(name, {}).items():
-      declared[key] = dataclasses.replace(declared[key], default=value,
-                                          doc=f"TF 1 default {value} (Keras differs).")
+      declared[key] = dataclasses.replace(
+          declared[key], default=value,
+          doc=f"{declared[key].doc} TF 1 default {value} (Keras differs).".lstrip())
     declared.update(_IGNORED)
   for alias, target in _aliases_of(klass).items():
     if target in declared:
@@ -125,7 +167,7 @@ def optimizer_declarations(optimizer: str | Callable) -> dict[str, Param]:
   if name == "Momentum":
     # TF 1's MomentumOptimizer had no default momentum; plain SGD is "SGD".
     declared["momentum"] = dataclasses.replace(declared["momentum"], default=REQUIRED,
-                                               doc="Momentum factor.")
+                                               doc="Momentum factor (required, as in TF 1).")
   return declared
 
 
@@ -230,12 +272,22 @@ def is_regularized(variable: Any) -> bool:
 # scale * sum(|w|). Keras' L2(l2) is l2 * sum(w**2).
 _SCALE_SPELLING = {keras.regularizers.L2: ("l2", 0.5), keras.regularizers.L1: ("l1", 1.0)}
 
+#: The regularizers the reference documents (any Keras regularizer or factory works).
+REGULARIZERS = (keras.regularizers.L2, keras.regularizers.L1, keras.regularizers.L1L2)
+
+_REGULARIZER_DOCS = {"l1": "L1 factor: the penalty adds l1 * sum(abs(w)).",
+                     "l2": "L2 factor: the penalty adds l2 * sum(w ** 2)."}
+
 
 def regularizer_declarations(regularizer: Any) -> dict[str, Param]:
   """The ``regularizer_params`` keys ``regularizer`` accepts (L1/L2 also take ``scale``)."""
   if regularizer is None or isinstance(regularizer, keras.regularizers.Regularizer):
     return {}
   declared = signature_params(regularizer)
+  if regularizer in REGULARIZERS:
+    for key in declared:
+      if key in _REGULARIZER_DOCS:
+        declared[key] = dataclasses.replace(declared[key], doc=_REGULARIZER_DOCS[key])
   if regularizer in _SCALE_SPELLING:
     key = _SCALE_SPELLING[regularizer][0]
     declared["scale"] = Param(
@@ -257,12 +309,9 @@ def make_regularizer(regularizer: Any, regularizer_params: Mapping | None = None
   params = dict(regularizer_params or {})
   if regularizer is None:
     return None
-  declared = regularizer_declarations(regularizer)
   owner = getattr(regularizer, "__name__", type(regularizer).__name__)
-  for key, value in params.items():
-    if key not in declared:
-      raise unknown_key_error(key, declared, "regularizer_params", owner)
-    params[key] = declared[key].check(value, join_path("regularizer_params", key))
+  params = validate_params(params, regularizer_declarations(regularizer), "regularizer_params",
+                           owner, partial=True)
   if isinstance(regularizer, keras.regularizers.Regularizer):
     return regularizer
   if regularizer in _SCALE_SPELLING:
@@ -319,6 +368,6 @@ def freeze_filter(variables: Iterable, regex: str | None) -> list:
   return [v for v in trainable if not pattern.match(_variable_path(v))]
 
 
-__all__ = ["OPTIMIZERS", "get_optimizer", "optimizer_declarations",
+__all__ = ["OPTIMIZERS", "SUMMARIES", "REGULARIZERS", "get_optimizer", "optimizer_declarations",
            "validate_optimizer_params", "regularizer_declarations", "make_regularizer",
            "regularization_loss", "is_regularized", "freeze_filter"]

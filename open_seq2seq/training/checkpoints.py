@@ -20,6 +20,7 @@ from typing import Any, Iterable
 import tensorflow as tf
 
 from open_seq2seq.errors import CheckpointError
+from open_seq2seq.utils import keras_compat
 from open_seq2seq.utils.io import atomic_write_text
 
 BEST_DIR = "best_models"
@@ -85,11 +86,6 @@ def _is_keras_variable(obj: Any) -> bool:
   return isinstance(obj, keras.Variable)
 
 
-_KERAS_INTERNALS = frozenset({"_layers", "_trainable_variables", "_non_trainable_variables",
-                               "_seed_generators", "_tracker", "_inbound_nodes",
-                               "_outbound_nodes", "_losses", "_metrics"})
-
-
 def named_variables(layers: dict[str, Any]) -> dict[str, Any]:
   """Every variable of ``layers`` (and their sublayers) under a stable, readable name.
 
@@ -111,16 +107,12 @@ def named_variables(layers: dict[str, Any]) -> dict[str, Any]:
     if isinstance(obj, keras.random.SeedGenerator):
       named[f"{prefix}.seed_state"] = obj.state
       return
-    own = list(getattr(obj, "_trainable_variables", [])) + \
-        list(getattr(obj, "_non_trainable_variables", []))
-    for var in own:
+    for var in keras_compat.own_variables(obj):
       if id(var) not in seen:
         seen.add(id(var))
         name = var.name.split("/")[-1]
         named[f"{prefix}.{name}" if prefix else name] = var
-    for attr, value in sorted(vars(obj).items()):
-      if attr in _KERAS_INTERNALS or attr.startswith("_self_"):  # Keras / TF bookkeeping
-        continue
+    for attr, value in keras_compat.attributes(obj):
       child = f"{prefix}.{attr.lstrip('_')}" if prefix else attr.lstrip("_")
       if isinstance(value, (keras.layers.Layer, keras.random.SeedGenerator)):
         visit(value, child)
@@ -150,6 +142,19 @@ def model_checkpoint_object(layers: dict[str, Any]) -> Any:
   module = tf.Module()
   module.weights = named_variables(layers)
   return module
+
+
+def restore_model_weights(model: Any, path: str) -> tuple[int | None, list[str]]:
+  """Loads only the model's weights from ``path`` (eval/infer need no optimizer state).
+
+  Returns:
+    (the checkpoint's step — checkpoints are named ckpt-<global step> — or None, the keys of
+    variables cast to this run's dtype).
+  """
+  root = tf.train.Checkpoint(model=model_checkpoint_object(model.named_layers))
+  cast = restore_across_dtypes(root, path, expect_partial=True)
+  suffix = path.rsplit("-", 1)[-1]
+  return (int(suffix) if suffix.isdigit() else None), cast
 
 
 class CheckpointStore:

@@ -207,6 +207,64 @@ def _validated(klass: type, params: dict[str, Any] | None) -> dict[str, Any]:
 ALGORITHMS = {"backoff": BackoffScaler, "logmax": LogMaxScaler}
 
 
+def scaler_class(loss_scaling: Any) -> type | None:
+  """The class :func:`make_loss_scaler` builds for a config's ``loss_scaling`` value.
+
+  Returns:
+    None (no scaling), :class:`StaticLossScaler` for a number, or the automatic scaler.
+
+  Raises:
+    ConfigError: for an unknown algorithm or a bad static scale.
+  """
+  if loss_scaling is None:
+    return None
+  if isinstance(loss_scaling, str) and loss_scaling.strip().lower() in ALGORITHMS:
+    return ALGORITHMS[loss_scaling.strip().lower()]
+  _static_scale(loss_scaling)
+  return StaticLossScaler
+
+
+def _static_scale(loss_scaling: Any) -> float:
+  if isinstance(loss_scaling, str):
+    try:
+      loss_scaling = float(loss_scaling.strip().lower())
+    except ValueError:
+      raise ConfigError(
+          f"loss_scaling: {loss_scaling!r} is not a number, 'Backoff' or 'LogMax'") from None
+  if isinstance(loss_scaling, bool) or not isinstance(loss_scaling, (int, float)):
+    raise ConfigError(f"loss_scaling: expected a number, 'Backoff' or 'LogMax', got "
+                      f"{type(loss_scaling).__name__} {loss_scaling!r}")
+  if not 0 < loss_scaling < math.inf:
+    raise ConfigError(f"loss_scaling: a static scale must be a positive finite number, "
+                      f"got {loss_scaling!r}")
+  return float(loss_scaling)
+
+
+def loss_scaling_declarations(loss_scaling: Any) -> dict[str, Param] | None:
+  """The ``loss_scaling_params`` keys the scaler chosen by ``loss_scaling`` declares."""
+  klass = scaler_class(loss_scaling)
+  return None if klass is None else klass.declared_params()
+
+
+def validate_loss_scaling_params(loss_scaling: Any, params: dict | None) -> dict:
+  """``loss_scaling_params`` checked for ``loss_scaling``, defaults filled in.
+
+  Raises:
+    ConfigError: as :func:`make_loss_scaler`, before anything is built; also for parameters
+      given without an automatic scaler to take them.
+  """
+  klass = scaler_class(loss_scaling)
+  if klass is None and params:
+    raise ConfigError("loss_scaling_params: given, but loss_scaling is None; set loss_scaling "
+                      "to 'Backoff' or 'LogMax', or remove loss_scaling_params")
+  if klass is None or klass is StaticLossScaler:
+    if params:
+      raise ConfigError(f"loss_scaling_params: a static loss_scaling takes no parameters, got "
+                        f"{', '.join(sorted(params))}; use 'Backoff' or 'LogMax' to adapt it")
+    return {}
+  return _validated(klass, params)
+
+
 def make_loss_scaler(loss_scaling: Any, params: dict | None = None) -> LossScaler | None:
   """The scaler for a config's ``loss_scaling`` value.
 
@@ -218,25 +276,10 @@ def make_loss_scaler(loss_scaling: Any, params: dict | None = None) -> LossScale
   Raises:
     ConfigError: for an unknown algorithm, a bad scale, or an unknown/invalid parameter.
   """
-  params = dict(params or {})
-  if loss_scaling is None:
+  klass = scaler_class(loss_scaling)
+  if klass is None:
     return None
-  if isinstance(loss_scaling, str):
-    name = loss_scaling.strip().lower()
-    if name in ALGORITHMS:
-      return ALGORITHMS[name](params)
-    try:
-      loss_scaling = float(name)
-    except ValueError:
-      raise ConfigError(
-          f"loss_scaling: {loss_scaling!r} is not a number, 'Backoff' or 'LogMax'") from None
-  if isinstance(loss_scaling, bool) or not isinstance(loss_scaling, (int, float)):
-    raise ConfigError(f"loss_scaling: expected a number, 'Backoff' or 'LogMax', got "
-                      f"{type(loss_scaling).__name__} {loss_scaling!r}")
-  if not 0 < loss_scaling < math.inf:
-    raise ConfigError(f"loss_scaling: a static scale must be a positive finite number, "
-                      f"got {loss_scaling!r}")
-  if params:
-    raise ConfigError(f"loss_scaling_params: a static loss_scaling takes no parameters, got "
-                      f"{', '.join(sorted(params))}; use 'Backoff' or 'LogMax' to adapt it")
-  return StaticLossScaler(float(loss_scaling))
+  if klass is StaticLossScaler:
+    validate_loss_scaling_params(loss_scaling, params)
+    return StaticLossScaler(_static_scale(loss_scaling))
+  return klass(dict(params or {}))

@@ -1,4 +1,10 @@
-"""What a run tells its user: console lines, progress bars, log files and TensorBoard."""
+"""What a run tells its user: console lines, progress bars, log files and TensorBoard.
+
+:class:`StepStats` measures throughput (steps/s and the data layer's own unit per second:
+tokens, seconds of audio ...); :class:`Reporter` decides what the chief prints and writes
+at each step (loss lines, scalars, samples); :class:`Summaries` writes TensorBoard events
+and a JSONL copy of every scalar.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,12 @@ import json
 import os
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, Callable, Sequence, TextIO
 
+import numpy as np
 import tensorflow as tf
+
+from open_seq2seq.outputs import AudioSample, ImageSample, SampleSummary, TextSample
 
 
 def log(message: str, stream: TextIO | None = None) -> None:
@@ -108,6 +117,126 @@ class Summaries:
     record = {"step": step, **{prefix + k: float(v) for k, v in values.items()}}
     with open(self._jsonl, "a", encoding="utf-8") as f:
       f.write(json.dumps(record) + "\n")
+
+
+  def samples(self, step: int, items: Sequence[SampleSummary], prefix: str = "") -> None:
+    """Images, audio clips and text a model made of a sample batch (TensorBoard only)."""
+    if self._writer is None or not items:
+      return
+    with self._writer.as_default(step=step):
+      for item in items:
+        name = prefix + item.name
+        if isinstance(item, ImageSample):
+          image = np.asarray(item.image, np.float32)
+          image = image[..., None] if image.ndim == 2 else image
+          tf.summary.image(name, image[None])
+        elif isinstance(item, AudioSample):
+          clip = np.asarray(item.samples, np.float32).reshape(1, -1, 1)
+          tf.summary.audio(name, clip, item.sample_rate)
+        elif isinstance(item, TextSample):
+          tf.summary.text(name, item.text)
+        else:
+          raise TypeError(f"unknown sample summary {type(item).__name__}")
+    self._writer.flush()
+
+
+class StepStats:
+  """Throughput of training: a window for the console line, and every step for benchmarks.
+
+  Args:
+    unit: name of the data layer's throughput unit ("tokens", "s of audio" ...).
+    unit_scale: the unit per counted item (e.g. seconds per feature frame).
+  """
+
+  def __init__(self, unit: str = "tokens", unit_scale: float = 1.0):
+    self.unit = unit
+    self.unit_scale = unit_scale
+    self.step_times: list[float] = []
+    self.step_units: list[float] = []
+    self.reset_window()
+
+  def reset_window(self) -> None:
+    self._window_start = time.time()
+    self._window_units = 0.0
+    self._window_steps = 0
+
+  def add(self, seconds: float, counted: int) -> None:
+    units = counted * self.unit_scale
+    self.step_times.append(seconds)
+    self.step_units.append(units)
+    self._window_units += units
+    self._window_steps += 1
+
+  def window(self) -> tuple[float, float]:
+    """(seconds per step, units per second) since the last :meth:`reset_window`."""
+    elapsed = max(time.time() - self._window_start, 1e-9)
+    return elapsed / max(self._window_steps, 1), self._window_units / elapsed
+
+  def benchmark(self, warmup: int) -> dict[str, Any]:
+    """Median step time and units/s over the steps after ``warmup``."""
+    start = min(warmup, max(len(self.step_times) - 1, 0))
+    times = np.array(self.step_times[start:])
+    units = np.array(self.step_units[start:])
+    return {"median_step_time": float(np.median(times)) if len(times) else float("nan"),
+            "units_per_s": float(np.median(units / times)) if len(times) else float("nan"),
+            "unit": self.unit, "steps_measured": int(len(times))}
+
+
+def every(period: int | None, step: int) -> bool:
+  """Whether something due every ``period`` steps is due at ``step`` (None/0: never)."""
+  return bool(period) and step % period == 0
+
+
+class Reporter:
+  """What the chief prints and writes after each training step; other workers stay quiet.
+
+  Args:
+    params: the run's config (print_loss_steps, save_summaries_steps, print_samples_steps,
+      summaries).
+    summaries: the TensorBoard/JSONL writer.
+    stats: throughput of the run.
+    is_chief: only the chief reports.
+    steps_per_epoch: to print the epoch.
+    has_loss_scale: whether ``loss_scale`` is a real scale worth a summary.
+  """
+
+  def __init__(self, params: dict, summaries: Summaries, stats: StepStats, is_chief: bool,
+               steps_per_epoch: int, has_loss_scale: bool):
+    self.params = params
+    self.summaries = summaries
+    self.stats = stats
+    self.is_chief = is_chief
+    self.steps_per_epoch = max(steps_per_epoch, 1)
+    self.has_loss_scale = has_loss_scale
+
+  def log(self, message: str) -> None:
+    if self.is_chief:
+      log(message)
+
+  def step(self, step: int, values: dict[str, Any],
+           samples: Callable[[], tuple[list[str], list[SampleSummary]]] | None = None) -> None:
+    """Scalars, the console loss line and samples when they are due at ``step``."""
+    if not self.is_chief:
+      return
+    params = self.params
+    if every(params["save_summaries_steps"], step):
+      scalars = {"loss": float(values["loss"])}
+      for name in params["summaries"]:
+        if name in values and (name != "loss_scale" or self.has_loss_scale):
+          scalars[name] = float(values[name])
+      self.summaries.scalars(step, scalars, prefix="train/")
+    if every(params["print_loss_steps"], step):
+      seconds, rate = self.stats.window()
+      log(f"step {step:>6} | epoch {step / self.steps_per_epoch:6.2f} | "
+          f"loss {format_number(float(values['loss']))} | "
+          f"lr {format_number(float(values['learning_rate']))} | "
+          f"{seconds:.3f} s/step | {rate:,.0f} {self.stats.unit}/s")
+      self.stats.reset_window()
+    if samples is not None and every(params["print_samples_steps"], step):
+      lines, items = samples()
+      for line in lines:
+        log(line)
+      self.summaries.samples(step, items, prefix="train_samples/")
 
 
 def format_number(value: Any) -> str:

@@ -1,4 +1,8 @@
-"""The Keras-layer base shared by encoders and decoders."""
+"""The Keras-layer base shared by encoders and decoders, and how they receive sizes.
+
+Components never hold the model: the model reads its data layer's description and hands
+each component what it needs (``dtype=``, ``vocab_size=`` ...) as constructor keywords.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +10,63 @@ from typing import Any
 
 import keras
 
+from open_seq2seq.errors import ConfigError
 from open_seq2seq.utils.params import AnyType, Configurable, Param
 from open_seq2seq.utils.precision import dtype_policy
+
+
+def resolve_size(params: dict[str, Any], key: str, given: int | None, where: str) -> int:
+  """``params[key]`` when the config sets it (OpenSeq2Seq configs do), else ``given``.
+
+  Args:
+    params: the component's params.
+    key: the size's key in them, e.g. ``"tgt_vocab_size"``.
+    given: the size the model passed (from its data layer's description), or None.
+    where: the params' config key for errors, e.g. ``"decoder_params"``.
+
+  Raises:
+    ConfigError: when neither is set, or the size is not a positive int.
+  """
+  size = params.get(key)
+  if size is None:
+    size = given
+  if size is None:
+    raise ConfigError(f"{where}/{key}: unknown; set it in {where} or build the component "
+                      f"through a model whose data layer describes it")
+  if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+    raise ConfigError(f"{where}/{key}: must be a positive int, got {size!r}")
+  return size
 
 
 class LayerComponent(Configurable, keras.layers.Layer):
   """A configurable Keras layer whose dtype policy follows the model's ``dtype``.
 
-  ``params`` arrive validated; ``params["dtype"]`` (when set) overrides the model's dtype for
+  ``params`` are checked against the declarations and get their defaults here, so a
+  component built directly (tests, library code) behaves as one built from a config;
+  subclasses never validate again. ``params["dtype"]`` (when set) overrides ``dtype`` for
   this component alone, e.g. a float32 decoder under a mixed-precision model.
+
+  Args:
+    params: the component's params (e.g. ``encoder_params``).
+    mode: "train", "eval" or "infer".
+    name: the layer's name (the prefix of its variables' paths).
+    dtype: the model's dtype ("float32", "mixed", a tf.DType ...).
   """
+
+  #: Config key of this component's params: the prefix of its error messages.
+  PARAMS_KEY = "params"
 
   PARAMS = {
       "dtype": Param(AnyType, None,
                      "Overrides the model's dtype for this component (None: the model's)."),
   }
 
-  def __init__(self, params: dict[str, Any], model: Any = None, name: str = "component",
-               mode: str = "train"):
-    self.params = dict(params)
+  def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str = "component",
+               dtype: Any = "float32"):
+    self.params = self.validate_params(params, prefix=self.PARAMS_KEY)
     self.mode = mode
-    model_dtype = model.params["dtype"] if model is not None else "float32"
     keras.layers.Layer.__init__(
-        self, name=name, dtype=dtype_policy(self.params.get("dtype") or model_dtype))
+        self, name=name, dtype=dtype_policy(self.params["dtype"] or dtype))
 
   def call(self, input_dict: dict, training: bool | None = None) -> dict:
     raise NotImplementedError

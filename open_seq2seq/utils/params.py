@@ -2,7 +2,9 @@
 
 A component (model, data layer, encoder, decoder, loss) sets a class attribute ``PARAMS``
 mapping each key to a :class:`Param` (type, default, one-line doc). Declarations are
-inherited: a subclass adds to or overrides its parents'. The same declarations drive
+inherited: a subclass adds to or overrides its parents'. A key holding a dict or a list of
+dicts with keys of their own declares them too: ``Param(list_of(LAYER_PARAMS, "a block"))``
+or ``Param(dict_of(AUGMENTATION_PARAMS, "augmentation"))``. The same declarations drive
 
 * validation of a config before anything is built (:func:`validate_params`), with errors
   that name the full key path and suggest the closest valid key for typos;
@@ -11,9 +13,11 @@ inherited: a subclass adds to or overrides its parents'. The same declarations d
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import inspect
+import re
 from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 from open_seq2seq.errors import ConfigError
@@ -40,7 +44,9 @@ class Param:
   Attributes:
     types: accepted type or tuple of types. ``float`` also accepts ``int``; ``int`` never
       accepts ``bool``; ``None`` in the tuple (or ``type(None)``) allows ``None``;
-      :class:`AnyType` accepts anything.
+      :class:`AnyType` accepts anything; a predicate with a ``type_name`` (such as
+      :func:`int_list`) accepts what it returns True for; :func:`dict_of` and
+      :func:`list_of` accept a dict / list of dicts and validate their keys in turn.
     default: value used when the key is absent, or :data:`REQUIRED`.
     doc: one-line description shown in the reference and in ``--help_params``.
     choices: if given, the value must be one of these.
@@ -77,7 +83,10 @@ class Param:
     types = self.type_tuple()
     ok = False
     for t in types:
-      if t is AnyType:
+      if isinstance(t, _Declared):
+        if t.accepts(value):
+          value, ok = t.validate(value, path), True
+      elif t is AnyType:
         ok = True
       elif t is float and isinstance(value, int) and not isinstance(value, bool):
         if int not in types:
@@ -99,6 +108,88 @@ class Param:
           f"{path}: {value!r} is not one of {', '.join(repr(c) for c in self.choices)}")
     return value
 
+  def nested(self) -> "DeclaredDict | DeclaredList | None":
+    """The declared dict or list of dicts among the accepted types, if any."""
+    for t in self.type_tuple():
+      if isinstance(t, _Declared):
+        return t
+    return None
+
+
+class _Declared:
+  """Base of the types whose values have declared keys of their own."""
+
+  type_name = "declared"
+
+  def accepts(self, value: Any) -> bool:
+    raise NotImplementedError
+
+  def validate(self, value: Any, path: str) -> Any:
+    raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DeclaredDict(_Declared):
+  """Type of a dict whose keys are declared (e.g. ``data_layer_params/augmentation``).
+
+  Attributes:
+    fields: the declarations of its keys.
+    owner: what the dict is, for error messages ("unknown parameter of <owner>").
+    check: optional ``check(filled_dict, path) -> dict`` for rules across keys; it may
+      normalise the dict (resolve an alias) and must accept its own output again.
+  """
+
+  fields: Mapping[str, Param]
+  owner: str = "this dict"
+  check: Callable[[dict, str], dict] | None = None
+  type_name = "dict"
+
+  def accepts(self, value: Any) -> bool:
+    return isinstance(value, Mapping)
+
+  def validate(self, value: Any, path: str) -> dict:
+    result = validate_params(value, self.fields, path, self.owner)
+    return self.check(result, path) if self.check is not None else result
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DeclaredList(_Declared):
+  """Type of a list of dicts whose keys are declared (e.g. an encoder's conv layers).
+
+  Each entry is validated as :attr:`item` under the path ``<key>/<index>``.
+  """
+
+  item: DeclaredDict
+  min_items: int = 0
+  type_name = "list of dicts"
+
+  def accepts(self, value: Any) -> bool:
+    return isinstance(value, list)
+
+  def validate(self, value: Any, path: str) -> list:
+    if len(value) < self.min_items:
+      raise ConfigError(f"{path}: needs at least {self.min_items} "
+                        f"entr{'y' if self.min_items == 1 else 'ies'}, got {len(value)}")
+    result = []
+    for i, entry in enumerate(value):
+      if not isinstance(entry, Mapping):
+        raise ConfigError(f"{path}/{i}: expected a dict, got {type(entry).__name__} {entry!r}")
+      result.append(self.item.validate(entry, f"{path}/{i}"))
+    return result
+
+
+def dict_of(fields: Mapping[str, Param], owner: str = "this dict",
+            check: Callable[[dict, str], dict] | None = None) -> DeclaredDict:
+  """A Param type: a dict with the keys ``fields`` declares (defaults filled in)."""
+  return DeclaredDict(fields, owner, check)
+
+
+def list_of(fields: Mapping[str, Param], owner: str = "a list entry",
+            check: Callable[[dict, str], dict] | None = None,
+            min_items: int = 0) -> DeclaredList:
+  """A Param type: a list of dicts, each with the keys ``fields`` declares."""
+  return DeclaredList(DeclaredDict(fields, owner, check), min_items)
+
 
 def callable_or_class(value: Any) -> bool:
   """Type predicate for keys that take a class or a function."""
@@ -106,6 +197,26 @@ def callable_or_class(value: Any) -> bool:
 
 
 callable_or_class.type_name = "class or function"
+
+
+def int_list(length: int, minimum: int = 1) -> Callable[[Any], bool]:
+  """Type predicate: a list of ``length`` ints, each at least ``minimum`` (kernel sizes ...)."""
+
+  def predicate(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) == length
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+                    for v in value))
+
+  predicate.type_name = f"list of {length} int{'s' if length > 1 else ''} >= {minimum}"
+  return predicate
+
+
+def non_negative_int(value: Any) -> bool:
+  """Type predicate for counts that may be zero."""
+  return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+non_negative_int.type_name = "non-negative int"
 
 
 def join_path(prefix: str, key: str) -> str:
@@ -121,6 +232,8 @@ def unknown_key_error(key: str, valid: Iterable[str], prefix: str, owner: str) -
   valid = sorted(valid)
   hint = closest_key(key, valid)
   where = join_path(prefix, key)
+  if not valid:
+    return ConfigError(f"{where}: {owner} takes no parameters")
   if hint is not None:
     return ConfigError(f"{where}: unknown parameter of {owner}; did you mean '{hint}'?")
   return ConfigError(
@@ -128,8 +241,13 @@ def unknown_key_error(key: str, valid: Iterable[str], prefix: str, owner: str) -
 
 
 def validate_params(params: Mapping[str, Any] | None, declared: Mapping[str, Param],
-                    prefix: str = "", owner: str = "this component") -> dict:
+                    prefix: str = "", owner: str = "this component",
+                    partial: bool = False) -> dict:
   """Checks ``params`` against ``declared`` and returns a new dict with defaults filled in.
+
+  Args:
+    partial: check only the keys given (no defaults, nothing required): for keyword
+      arguments that are completed later, e.g. ``lr_policy_params``' ``decay_steps``.
 
   Raises:
     ConfigError: on an unknown key, a wrong type or a missing required key, naming the full
@@ -144,11 +262,15 @@ def validate_params(params: Mapping[str, Any] | None, declared: Mapping[str, Par
     if key not in declared:
       raise unknown_key_error(key, declared, prefix, owner)
     result[key] = declared[key].check(value, join_path(prefix, key))
+  if partial:
+    return result
   for key, param in declared.items():
     if key not in result:
       if param.required:
         raise ConfigError(f"{join_path(prefix, key)}: required parameter of {owner} is missing")
-      result[key] = param.default
+      # a fresh copy: a default list must not be shared by every validated config
+      default = param.default
+      result[key] = copy.deepcopy(default) if isinstance(default, (list, dict)) else default
   return result
 
 
@@ -174,9 +296,11 @@ def signature_params(func: Callable, skip: Iterable[str] = ()) -> dict[str, Para
   """Declarations derived from a function or class signature (lr policies, optimizers).
 
   Parameters without a default are required; a parameter's type is its annotation if it is a
-  plain type, else the type of its default, else anything.
+  plain type, else the type of its default, else anything. Descriptions come from the
+  ``Args:`` section of the docstring (of the class, for a class).
   """
   target = func.__init__ if isinstance(func, type) else func
+  docs = docstring_args(func)
   declared = {}
   skip = set(skip)
   for name, p in inspect.signature(target).parameters.items():
@@ -194,20 +318,70 @@ def signature_params(func: Callable, skip: Iterable[str] = ()) -> dict[str, Para
       types = (int, float) if isinstance(default, int) else float
     else:
       types = AnyType
-    declared[name] = Param(types, default, "")
+    declared[name] = Param(types, default, docs.get(name, ""))
   return declared
 
 
-def format_params_table(declared: Mapping[str, Param]) -> str:
-  """Markdown table of declarations, for docs and ``--help_params``."""
-  lines = ["| key | type | default | description |", "|---|---|---|---|"]
+_ARG_LINE = re.compile(r"^(\s+)\**(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
+
+
+def docstring_args(func: Callable) -> dict[str, str]:
+  """Each argument's description in a Google-style ``Args:`` section, as one line.
+
+  Continuation lines are joined, reST double backticks become Markdown ones and the first
+  letter is capitalised, to match ``PARAMS`` docs.
+  """
+  docs: dict[str, str] = {}
+  in_args, indent, current = False, None, None
+  for line in (inspect.getdoc(func) or "").splitlines():
+    if line.strip() in ("Args:", "Arguments:"):
+      in_args = True
+      continue
+    if not in_args:
+      continue
+    if line and not line[0].isspace():
+      break  # the next section (Returns:, Raises: ...)
+    match = _ARG_LINE.match(line)
+    if match and (indent is None or len(match.group(1)) == indent):
+      indent, current = len(match.group(1)), match.group(2)
+      docs[current] = match.group(3).strip()
+    elif current is not None and line.strip():
+      docs[current] = f"{docs[current]} {line.strip()}".strip()
+  docs = {name: text.replace("``", "`") for name, text in docs.items()}
+  return {name: text[:1].upper() + text[1:] for name, text in docs.items()}
+
+
+def param_rows(declared: Mapping[str, Param], prefix: str = "") -> list[tuple[str, Param]]:
+  """``(path, Param)`` for each key, sorted, followed by the keys nested under it.
+
+  Keys of a list's entries appear as ``key/<i>/subkey``, of a dict as ``key/subkey``: the
+  paths that error messages and command-line overrides use.
+  """
+  rows = []
   for key in sorted(declared):
-    p = declared[key]
+    param = declared[key]
+    path = join_path(prefix, key)
+    rows.append((path, param))
+    nested = param.nested()
+    if isinstance(nested, DeclaredList):
+      rows += param_rows(nested.item.fields, f"{path}/<i>")
+    elif isinstance(nested, DeclaredDict):
+      rows += param_rows(nested.fields, path)
+  return rows
+
+
+def format_params_table(declared: Mapping[str, Param]) -> str:
+  """Markdown table of declarations (nested keys included), for docs and ``--help_params``."""
+  if not declared:
+    return "Takes no parameters."
+  lines = ["| key | type | default | description |", "|---|---|---|---|"]
+  for path, p in param_rows(declared):
     default = "**required**" if p.required else f"`{_short_repr(p.default)}`"
     doc = p.doc
     if p.choices:
       doc += f" One of: {', '.join(repr(c) for c in p.choices)}."
-    lines.append(f"| `{key}` | {p.type_name()} | {default} | {doc} |")
+    doc = doc.replace("|", "\\|")
+    lines.append(f"| `{path}` | {p.type_name()} | {default} | {doc} |")
   return "\n".join(lines)
 
 

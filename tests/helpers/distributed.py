@@ -32,11 +32,10 @@ class TinyEncoder(Encoder):
 
   PARAMS = {**Encoder.PARAMS, "hidden_size": Param(int, 16, "Width.")}
 
-  def __init__(self, params, model=None, name="encoder", mode="train"):
-    super().__init__(params, model, name, mode)
+  def __init__(self, params, *, vocab_size, mode="train", name="encoder", dtype="float32"):
+    super().__init__(params, mode=mode, name=name, dtype=dtype)
     size = self.params["hidden_size"]
-    self.embedding = keras.layers.Embedding(model.data_layer.params["src_vocab_size"], size,
-                                            dtype=self.dtype_policy)
+    self.embedding = keras.layers.Embedding(vocab_size, size, dtype=self.dtype_policy)
     self.dense = keras.layers.Dense(size, activation="tanh", dtype=self.dtype_policy)
 
   def call(self, input_dict, training=None):
@@ -53,14 +52,13 @@ class TinyDecoder(Decoder):
 
   PARAMS = {**Decoder.PARAMS, "hidden_size": Param(int, 16, "Width.")}
 
-  def __init__(self, params, model=None, name="decoder", mode="train"):
-    super().__init__(params, model, name, mode)
+  def __init__(self, params, *, vocab_size, mode="train", name="decoder", dtype="float32"):
+    super().__init__(params, mode=mode, name=name, dtype=dtype)
     size = self.params["hidden_size"]
-    vocab = model.data_layer.params["tgt_vocab_size"]
-    self.embedding = keras.layers.Embedding(vocab, size, dtype=self.dtype_policy)
+    self.embedding = keras.layers.Embedding(vocab_size, size, dtype=self.dtype_policy)
     self.positions = keras.layers.Embedding(MAX_POSITIONS, size, dtype=self.dtype_policy)
     self.hidden = keras.layers.Dense(size, activation="tanh", dtype=self.dtype_policy)
-    self.logits = keras.layers.Dense(vocab, dtype=self.dtype_policy)
+    self.logits = keras.layers.Dense(vocab_size, dtype=self.dtype_policy)
 
   def call(self, input_dict, training=None):
     pooled = input_dict["encoder_output"]["pooled"]

@@ -94,3 +94,19 @@ def build_model(config: dict, mode: str = "train"):
 def to_numpy(structure):
   import tensorflow as tf
   return tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else t, structure)
+
+
+def example_config_overrides(directory: str) -> tuple[list[str], int]:
+  """Speech2Text family: tiny audio for a shipped config, as run.py overrides.
+
+  Four short utterances (0.4-0.7 s) in one CSV serve every mode, two per step: only the data
+  shrinks (the step's batch included), never the model, so
+  ``tests/e2e/test_example_configs.py`` steps the config at its own size.
+
+  Returns:
+    The overrides, and the number of utterances every mode reads (infer transcribes them all).
+  """
+  transcripts = ["one two", "three", "four five", "six"]
+  csv_path = write_corpus(directory, transcripts, durations=[0.7, 0.45, 0.6, 0.4])
+  return ([f"--data_layer_params/dataset_files=['{csv_path}']", "--batch_size_per_gpu=2"],
+          len(transcripts))

@@ -51,3 +51,18 @@ def run_cli(args: list[str], cwd: str | None = None, timeout: int = 600,
   full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT, **(env or {}))
   return subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), *args], cwd=cwd,
                         capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+def example_config_overrides(directory: str) -> tuple[list[str], int]:
+  """Text2Text family: tiny toy data for a shipped config, as run.py overrides.
+
+  Writes a few dozen toy pairs into ``directory`` and points every mode's data layer at them
+  (vocabularies and the train split; infer ignores the targets). Nothing about the model
+  changes, so ``tests/e2e/test_example_configs.py`` steps the config at its own size.
+
+  Returns:
+    The overrides, and the number of examples every mode reads (infer predicts them all).
+  """
+  pairs = 48
+  make_toy_data(directory, train=pairs, dev=8, test=8)
+  return data_overrides(directory) + split_overrides(directory, "train"), pairs

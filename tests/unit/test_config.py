@@ -185,5 +185,62 @@ def test_bad_config_files(tmp_path):
 
 def test_config_to_text_names_classes():
   text = cfg.config_to_text(cfg.resolve_config(Model, BASE, "train"))
-  assert "tests.test_config.FakeEncoder" in text
+  assert "tests.unit.test_config.FakeEncoder" in text
   assert "'batch_size_per_gpu': 8" in text
+
+
+# ----------------------------------------------------------------------------- declarations
+def test_declared_lists_and_dicts_validate_recursively():
+  from open_seq2seq.utils.params import dict_of, list_of
+
+  def no_empty_name(entry, path):
+    if not entry["name"]:
+      raise ConfigError(f"{path}/name: must not be empty")
+    return dict(entry, name=entry["name"].lower())
+
+  declared = {"layers": Param(list_of({"name": Param(str, doc="N."),
+                                       "size": Param(int, 4, "S.")}, "a layer", no_empty_name),
+                              doc="L."),
+              "extra": Param((dict_of({"on": Param(bool, False, "O.")}, "extra"), None), None,
+                             "E.")}
+  got = validate_params({"layers": [{"name": "A"}, {"name": "b", "size": 2}]}, declared, "x")
+  assert got == {"layers": [{"name": "a", "size": 4}, {"name": "b", "size": 2}], "extra": None}
+  assert validate_params({"layers": [], "extra": {}}, declared)["extra"] == {"on": False}
+  with pytest.raises(ConfigError, match=r"^x/layers/1/sise: unknown parameter of a layer; "
+                                        r"did you mean 'size'\?$"):
+    validate_params({"layers": [{"name": "a"}, {"name": "b", "sise": 2}]}, declared, "x")
+  with pytest.raises(ConfigError, match="^x/layers/0/name: must not be empty$"):
+    validate_params({"layers": [{"name": ""}]}, declared, "x")
+  with pytest.raises(ConfigError, match="^x/extra/on: expected bool, got int 1$"):
+    validate_params({"layers": [], "extra": {"on": 1}}, declared, "x")
+  with pytest.raises(ConfigError, match="^x/layers: expected list of dicts, got dict"):
+    validate_params({"layers": {"name": "a"}}, declared, "x")
+
+
+def test_partial_validation_and_empty_declarations():
+  declared = {"a": Param(int, doc="A."), "b": Param(int, 2, "B.")}
+  assert validate_params({"b": 3}, declared, partial=True) == {"b": 3}
+  with pytest.raises(ConfigError, match="b: expected int"):
+    validate_params({"b": "3"}, declared, partial=True)
+  with pytest.raises(ConfigError, match="^p/x: Static takes no parameters$"):
+    validate_params({"x": 1}, {}, "p", "Static")
+
+
+def test_signature_params_read_descriptions_from_the_docstring():
+  from open_seq2seq.utils.params import signature_params
+
+  def f(global_step, rate: float, steps: int = 3):
+    """Does f.
+
+    Args:
+      global_step: ignored.
+      rate: the ``rate``, on
+        two lines.
+
+    Returns:
+      nothing: not an argument.
+    """
+
+  declared = signature_params(f, skip=("global_step",))
+  assert declared["rate"].doc == "The `rate`, on two lines."
+  assert declared["steps"].doc == "" and declared["steps"].default == 3

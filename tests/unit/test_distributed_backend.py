@@ -2,8 +2,10 @@
 
 import tensorflow as tf
 
+from open_seq2seq import errors
+from open_seq2seq.distributed import strategies
 from open_seq2seq.distributed.backend import Backend
-from open_seq2seq.distributed.strategies import MultiWorkerBackend, WorkerLostError
+from open_seq2seq.distributed.strategies import MultiWorkerBackend
 
 
 class _SecondOfTwoWorkers(Backend):
@@ -38,7 +40,24 @@ def test_lost_peer_errors_become_one_line_with_the_resume_hint():
       None, None, "Collective ops is aborted by: Error reported from /job:worker/task:1: "
       "The following tasks are unhealthy (stopped sending heartbeats):\n/job:worker/task:1")
   translated = backend.translate_error(error)
-  assert isinstance(translated, WorkerLostError)
+  assert isinstance(translated, errors.WorkerLostError)
   assert "another worker" in str(translated) and "--continue_learning" in str(translated)
   assert "\n" not in str(translated)
   assert backend.translate_error(ValueError("a bug")) is None  # bugs keep their traceback
+
+
+def test_worker_lost_error_is_a_user_error_still_importable_from_strategies():
+  assert issubclass(errors.WorkerLostError, errors.OpenSeq2SeqError)
+  assert strategies.WorkerLostError is errors.WorkerLostError  # the old import path
+
+
+def test_horovod_errors_become_worker_lost_errors():
+  from open_seq2seq.distributed.horovod_backend import HorovodBackend
+  backend = HorovodBackend.__new__(HorovodBackend)  # no Horovod needed to translate
+  backend.hvd = type("Hvd", (), {"rank": staticmethod(lambda: 1)})()
+  horovod_internal_error = type("HorovodInternalError", (RuntimeError,), {})
+  translated = backend.translate_error(horovod_internal_error("ring broken\nrank 0 exited"))
+  assert isinstance(translated, errors.WorkerLostError)
+  assert str(translated).startswith("rank 1: Horovod stopped, another rank probably died "
+                                    "(rank 0 exited)")
+  assert backend.translate_error(ValueError("a bug")) is None

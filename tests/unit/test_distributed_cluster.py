@@ -1,6 +1,8 @@
 """Rank, size, hosts and ports from launcher environments; backend choice and its errors."""
 
 import json
+import os
+import subprocess
 import sys
 
 import pytest
@@ -8,6 +10,7 @@ import pytest
 from open_seq2seq.distributed import cluster
 from open_seq2seq.errors import ConfigError
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OPEN_MPI = {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4",
             "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
             "OMPI_MCA_ess_base_jobid": "12345"}
@@ -112,10 +115,50 @@ def test_factory_rejects_impossible_device_requests(monkeypatch):
   assert (backend.name, backend.num_workers, backend.is_chief) == ("single", 1, True)
 
 
-def test_horovod_refuses_what_it_cannot_do(monkeypatch):
+def test_horovod_refuses_the_local_launcher(monkeypatch):
   from open_seq2seq.distributed.horovod_backend import HorovodBackend
-  with pytest.raises(ConfigError, match="one device per process"):
-    HorovodBackend({"num_gpus": 2})
   monkeypatch.setenv("OPEN_SEQ2SEQ_LAUNCHER", "1")
   with pytest.raises(ConfigError, match="needs mpiexec or horovodrun"):
     HorovodBackend({"num_gpus": 1})
+
+
+def test_horovod_ignores_num_gpus_and_gpu_ids_with_a_one_line_notice():
+  from open_seq2seq.distributed.horovod_backend import ignored_devices_notice
+  assert ignored_devices_notice({"num_gpus": 1}, 4) is None
+  assert ignored_devices_notice({"num_gpus": None, "gpu_ids": None}, 1) is None
+  assert ignored_devices_notice({"num_gpus": 8}, 1) == (
+      "use_horovod: num_gpus=8 ignored; Horovod runs one device per process "
+      "(start 8 processes with mpiexec -np 8; this job has 1 process)")
+  assert ignored_devices_notice({"num_gpus": 8}, 8) == (
+      "use_horovod: num_gpus=8 ignored; Horovod runs one device per process "
+      "(its local rank's GPU; this job has 8 processes)")
+  notice = ignored_devices_notice({"num_gpus": 1, "gpu_ids": [2, 3]}, 1)
+  assert notice.startswith("use_horovod: gpu_ids=[2, 3] ignored") and "mpiexec -np 2" in notice
+  assert "\n" not in notice
+
+
+def _horovod_missing() -> str | None:
+  try:
+    import horovod.tensorflow  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+  except ImportError as e:
+    return f"Horovod is not installed ({e}): run scripts/install_horovod.sh"
+  return None
+
+
+@pytest.mark.skipif(_horovod_missing() is not None, reason=str(_horovod_missing()))
+def test_horovod_backend_starts_with_num_gpus_8_in_one_process():
+  # A fresh interpreter: MPI can be initialised only once per process.
+  code = ("from open_seq2seq.distributed.factory import make_backend\n"
+          "backend = make_backend({'use_horovod': True, 'num_gpus': 8})\n"
+          "print(backend.name, backend.num_replicas, backend.num_workers, backend.is_chief)\n"
+          "backend.shutdown()\n")
+  env = {k: v for k, v in os.environ.items()
+         if not k.startswith(("OMPI_", "PMI_", "PMIX_", "HOROVOD_")) and k != "TF_CONFIG"}
+  env.update(PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=env)
+  assert result.returncode == 0, result.stderr
+  assert result.stdout.splitlines()[-1] == "horovod 1 1 True"
+  notices = [line for line in result.stderr.splitlines() if line.startswith("notice:")]
+  assert notices == ["notice: use_horovod: num_gpus=8 ignored; Horovod runs one device per "
+                     "process (start 8 processes with mpiexec -np 8; this job has 1 process)"]

@@ -8,7 +8,8 @@ import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.training.loss_scaling import (BackoffScaler, LogMaxScaler, LossScaler,
-                                                make_loss_scaler)
+                                                loss_scaling_declarations, make_loss_scaler,
+                                                scaler_class, validate_loss_scaling_params)
 
 INF, NAN = float("inf"), float("nan")
 
@@ -170,3 +171,25 @@ def test_config_errors_are_one_clear_line(loss_scaling, params, message):
     make_loss_scaler(loss_scaling, params)
   assert message in str(info.value)
   assert "\n" not in str(info.value)
+
+
+def test_scaler_class_and_declarations_follow_loss_scaling():
+  assert scaler_class(None) is None and loss_scaling_declarations(None) is None
+  assert scaler_class(64) is LossScaler and loss_scaling_declarations("64") == {}
+  assert scaler_class("BACKOFF") is BackoffScaler and scaler_class("logmax") is LogMaxScaler
+  assert set(loss_scaling_declarations("Backoff")) == {"scale_min", "scale_max", "step_factor",
+                                                       "step_window"}
+  with pytest.raises(ConfigError, match="loss_scaling: 'Backof' is not a number"):
+    scaler_class("Backof")
+
+
+def test_validate_loss_scaling_params_fills_defaults_and_rejects_orphans():
+  params = validate_loss_scaling_params("Backoff", {"step_window": 7})
+  assert params == {"scale_min": 1.0, "scale_max": 2.0 ** 14, "step_factor": 2.0,
+                    "step_window": 7}
+  assert make_loss_scaler("Backoff", params).params == params  # validating again is a no-op
+  assert validate_loss_scaling_params(None, {}) == {} == validate_loss_scaling_params(8.0, None)
+  with pytest.raises(ConfigError, match="^loss_scaling_params: given, but loss_scaling is None"):
+    validate_loss_scaling_params(None, {"step_window": 7})
+  with pytest.raises(ConfigError, match="^loss_scaling_params: a static loss_scaling takes no"):
+    validate_loss_scaling_params("8", {"step_window": 7})

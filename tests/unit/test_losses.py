@@ -1,7 +1,6 @@
 """Sequence and classification losses against hand computations on tiny logits."""
 
 import math
-import types
 
 import numpy as np
 import pytest
@@ -87,8 +86,11 @@ def test_padded_cross_entropy_half_precision_logits_are_cast():
 
 
 def test_vocab_size_sources_and_padding_to_eight():
-  model = types.SimpleNamespace(data_layer=types.SimpleNamespace(params={"tgt_vocab_size": 4}))
-  assert PaddedCrossEntropyLossWithSmoothing({}, model=model).vocab_size(tf.zeros([1, 1, 4])) == 4
+  given = PaddedCrossEntropyLossWithSmoothing({}, vocab_size=4)
+  assert given.vocab_size(tf.zeros([1, 1, 4])) == 4
+  assert PaddedCrossEntropyLossWithSmoothing({}).vocab_size(tf.zeros([1, 1, 6])) == 6  # logits'
+  configured = PaddedCrossEntropyLossWithSmoothing({"tgt_vocab_size": 6}, vocab_size=4)
+  assert configured.vocab_size(tf.zeros([1, 1, 6])) == 6  # the config's size wins
   padded = PaddedCrossEntropyLossWithSmoothing({"tgt_vocab_size": 5,
                                                 "pad_embeddings_2_eight": True})
   assert padded.vocab_size(tf.zeros([1, 1, 8])) == 8

@@ -251,3 +251,19 @@ def test_schedule_drives_a_keras_optimizer():
   assert float(variable.numpy()[0]) == pytest.approx(-2.5)
   restored = lp.LRPolicySchedule.from_config(schedule.get_config())
   assert float(restored(2)) == pytest.approx(0.5)
+
+
+# ----------------------------------------------------------------------------- declarations
+def test_policies_are_an_explicit_registry_without_helpers():
+  assert set(lp.POLICIES) == {p.__name__ for p, _ in ALL_POLICIES}
+  for helper in ("complete_lr_policy_params", "policy_declarations", "LRPolicySchedule"):
+    assert helper not in lp.POLICIES
+
+
+@pytest.mark.parametrize("policy", list(lp.POLICIES.values()), ids=list(lp.POLICIES))
+def test_every_policy_parameter_has_a_one_line_description(policy):
+  declared = lp.policy_declarations(policy)
+  assert "global_step" not in declared and "learning_rate" in declared
+  for key, param in declared.items():
+    assert param.doc and "\n" not in param.doc, f"{policy.__name__}.{key} has no description"
+    assert param.doc[0].isupper() and "``" not in param.doc

@@ -213,3 +213,15 @@ def test_freeze_filter_matches_at_start_of_path():
       [n for n in everything if not n.endswith("kernel")]
   with pytest.raises(ConfigError, match="freeze_variables_regex"):
     freeze_filter(model.trainable_variables, "(")
+
+
+def test_every_optimizer_and_regularizer_key_is_documented():
+  from open_seq2seq.optimizers import OPTIMIZERS, REGULARIZERS, SUMMARIES
+  assert set(SUMMARIES) == set(OPTIMIZERS)
+  for name in OPTIMIZERS:
+    for key, param in optimizer_declarations(name).items():
+      assert param.doc, f"optimizer {name}: {key} has no description"
+  assert "TF 1 default 1e-08" in optimizer_declarations("Adam")["epsilon"].doc
+  for regularizer in REGULARIZERS:
+    for key, param in regularizer_declarations(regularizer).items():
+      assert param.doc, f"{regularizer.__name__}: {key} has no description"

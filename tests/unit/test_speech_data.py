@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from open_seq2seq.config import resolve_config
 from open_seq2seq.data.speech2text.speech2text import Speech2TextDataLayer
@@ -22,7 +23,7 @@ def make_layer(csv_files, mode="train", batch_size=3, num_workers=1, worker_id=0
   declared = Speech2TextDataLayer.validate_params(
       {"num_audio_features": 24, "input_type": "logfbank", "vocab_file": VOCAB,
        "dataset_files": csv_files, **params})
-  return Speech2TextDataLayer(declared, None, mode, batch_size, num_workers, worker_id)
+  return Speech2TextDataLayer(declared, mode, batch_size, num_workers, worker_id)
 
 
 def collect(layer, limit=100):
@@ -31,7 +32,7 @@ def collect(layer, limit=100):
 
 def test_eval_batches_cover_every_row_in_order(corpus):
   layer = make_layer([corpus], mode="eval", pad_to=8)
-  assert layer.params["tgt_vocab_size"] == 29
+  assert layer.description.tgt_vocab_size == 29
   batches = collect(layer)
   ids = np.concatenate([b["id"] for b in batches]).tolist()
   assert ids == list(range(len(TRANSCRIPTS)))
@@ -119,7 +120,7 @@ def test_user_errors_are_one_line(tmp_path, corpus):
     make_layer([str(tmp_path / "none.csv")])
   with pytest.raises(ConfigError, match="vocab_file"):
     make_layer([corpus], vocab_file=str(tmp_path / "none.txt"))
-  with pytest.raises(ConfigError, match="unknown augmentation"):
+  with pytest.raises(ConfigError, match="augmentation/warp: unknown parameter"):
     make_layer([corpus], augmentation={"warp": 1})
   with pytest.raises(ConfigError, match="dataset_files: needed"):
     make_layer(None, mode="eval").build_dataset()
@@ -163,7 +164,7 @@ def test_sentencepiece_targets(tmp_path, corpus):
   spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(tmp_path / "sp"),
                                  vocab_size=30, model_type="bpe", minloglevel=2)
   layer = make_layer([corpus], mode="eval", vocab_file=str(tmp_path / "sp.model"))
-  assert layer.params["tgt_vocab_size"] == 31
+  assert layer.description.tgt_vocab_size == 31
   batch = collect(layer)[0]
   y, y_len = batch["target_tensors"]
   assert layer.targets.decode(y[0, :y_len[0]]) == TRANSCRIPTS[0]
@@ -175,3 +176,58 @@ def test_params_are_validated_by_the_config_loader(corpus):
   config = speech_config([corpus], data_params={"window": "blackman"})
   with pytest.raises(ConfigError, match="data_layer_params/window"):
     resolve_config(Speech2Text, config, "train")
+
+
+def test_shard_reuses_the_csvs_and_random_seed_orders_training(tmp_path):
+  csv_path = write_corpus(str(tmp_path), TRANSCRIPTS)
+  params = make_layer([csv_path]).params
+  seeded = {seed: Speech2TextDataLayer(params, "train", 1, random_seed=seed) for seed in (3, 4)}
+  os.unlink(csv_path)  # a shard must not read it again
+  layer = seeded[3]
+  shard = layer.shard(2, 1)
+  assert shard.targets is layer.targets and layer.shard(1, 0) is layer
+  assert shard.get_size_in_samples() == 3 and layer.get_size_in_samples() == 7
+
+  def epoch(seed, shards=(1, 0)):
+    sharded = seeded[seed].shard(*shards)
+    return [int(b["id"][0]) for b in collect(sharded, limit=sharded.get_size_in_samples())]
+
+  assert epoch(3) == epoch(3) and sorted(epoch(3)) == list(range(7))
+  assert epoch(3) != epoch(4)
+  assert sorted(epoch(3, (2, 1))) == [1, 3, 5]
+
+
+def test_interactive_infer_reads_no_csv(tmp_path):
+  given = {"num_audio_features": 24, "input_type": "logfbank", "vocab_file": VOCAB,
+           "dataset_files": [str(tmp_path / "absent.csv")]}
+  layer = Speech2TextDataLayer(dict(given), mode="interactive_infer", batch_size=2)
+  assert layer.get_size_in_samples() == 0 and layer.inference
+  batches = [to_numpy(b) for b in layer.dataset_from_inputs(
+      [tone(0.3, 200), tone(0.5, 300), tone(0.2, 400)])]
+  assert [b["source_tensors"][0].shape for b in batches] == [(2, 56, 24), (1, 24, 24)]
+  assert [b["source_tensors"][1].tolist() for b in batches] == [[31, 51], [21]]
+  assert [b["id"].tolist() for b in batches] == [[0, 1], [2]]
+  # the layer filled its defaults without writing anything else into its params
+  assert set(layer.params) == set(Speech2TextDataLayer.declared_params())
+
+
+@pytest.mark.parametrize("mode,batch_size,shards", [
+    ("eval", 3, (1, 0)), ("eval", 2, (2, 1)), ("infer", 4, (3, 0)), ("train", 2, (2, 0))])
+def test_batches_per_epoch_and_frames(corpus, mode, batch_size, shards):
+  layer = make_layer([corpus], mode=mode, batch_size=batch_size, repeat=False).shard(*shards)
+  batches = collect(layer)
+  assert layer.batches_per_epoch() == len(batches)
+  assert layer.throughput_unit == "s of audio" and layer.unit_scale == 0.01
+  full = make_layer([corpus], mode="eval")
+  for b in batches:
+    frames = sum(len(full.featurize(full.paths[i])[0]) for i in b["id"])
+    assert int(layer.count_units(b)) == frames
+
+
+def test_count_units_runs_in_graph(corpus):
+  layer = make_layer([corpus], mode="eval", batch_size=7, pad_to=16)
+  batch = next(iter(layer.build_dataset()))
+  count = tf.function(layer.count_units)(batch)
+  assert count.dtype == tf.int64
+  assert int(count) == int(batch["source_tensors"][1].numpy().sum())
+  assert int(count) < batch["source_tensors"][0].shape[0] * batch["source_tensors"][0].shape[1]

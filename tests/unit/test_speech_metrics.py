@@ -1,13 +1,13 @@
 """Speech2Text's WER/CER equal jiwer's; inference rows, samples and the logits dump."""
 
 import csv
-import io
 import os
 import pickle
 
 import numpy as np
 import pytest
 
+from open_seq2seq.outputs import OutputSink
 from tests.helpers.speech import build_model, speech_config, write_corpus
 
 PAIRS = [  # (reference, hypothesis)
@@ -70,9 +70,12 @@ def test_infer_rows_in_input_order_and_logits_dump(model):
     batch, outputs = fake_batch(model, [PAIRS[i]], i)
     outputs["logits"][:] = i
     results += model.infer(batch, outputs)
-  header, lines = model.finalize_inference(sorted(results))
-  assert header == "wav_filename,predicted_transcript"
-  rows = list(csv.reader(io.StringIO("\n".join(lines))))
+  out_path = os.path.join(model.params["logdir"], "infer-out.csv")
+  written = OutputSink(out_path).write(model.finalize_inference(results))  # arrival order
+  assert [n for _, n in written] == [7, 7]
+  with open(out_path, encoding="utf-8", newline="") as f:
+    header, *rows = list(csv.reader(f))
+  assert header == ["wav_filename", "predicted_transcript"]
   assert [r[0] for r in rows] == [os.path.join("audio", f"{i:04d}.wav") for i in range(7)]
   assert [r[1] for r in rows] == [h for _, h in PAIRS]
   metrics = model.score_inference(sorted(results))

@@ -20,7 +20,7 @@ DS2_PARAMS = {
 
 
 def make_encoder(cls, params):
-  return cls(cls.validate_params(params), model=None, mode="eval")
+  return cls(params, mode="eval")  # no model: the base class fills the defaults
 
 
 def padded_batch(lengths, garbage: bool, seed=0):
@@ -83,7 +83,7 @@ def test_valid_padding_lengths():
 
 @pytest.mark.parametrize("params,match", [
     ({"convnet_layers": [{"kernel_size": [3], "num_channels": 4, "strides": [1]}]},
-     r"convnet_layers\[0\]/strides: unknown parameter.*did you mean 'stride'"),
+     r"convnet_layers/0/strides: unknown parameter.*did you mean 'stride'"),
     ({"convnet_layers": [{"kernel_size": [3], "num_channels": 4, "stride": [2],
                           "residual": True}]}, "residual block cannot have stride"),
     ({"convnet_layers": [{"kernel_size": 3, "num_channels": 4}]}, "kernel_size: expected list"),
@@ -96,7 +96,7 @@ def test_tdnn_config_errors(params, match):
 
 
 def test_ds2_config_errors():
-  with pytest.raises(ConfigError, match=r"conv_layers\[0\]/kernel_size"):
+  with pytest.raises(ConfigError, match=r"conv_layers/0/kernel_size"):
     make_encoder(DeepSpeech2Encoder, {"conv_layers": [{"kernel_size": [5], "num_channels": 4}]})
 
 

@@ -1,11 +1,14 @@
 """Text2Text family hooks (decoding, BLEU, inference lines) and text metrics."""
 
+import os
+
 import numpy as np
 import pytest
 import sacrebleu
 
 from open_seq2seq.data.text2text.text2text import ParallelTextDataLayer
 from open_seq2seq.models.text2text import Text2Text, detokenize, ids_to_text, ids_to_tokens
+from open_seq2seq.outputs import OutputSink
 from open_seq2seq.utils.metrics import (char_error_rate, corpus_bleu, edit_distance,
                                         word_error_rate)
 
@@ -17,7 +20,7 @@ IDX2SEQ = {0: "<PAD>", 1: "<UNK>", 2: "<S>", 3: "</S>", 4: "the", 5: "house", 6:
 class _Stub:
   """Stands in for the encoder and decoder: the hooks only need the data layer."""
 
-  def __init__(self, params, model=None, mode="train"):
+  def __init__(self, params, **wiring):  # mode, dtype, vocab_size from the model
     self.params = params
 
 
@@ -67,7 +70,7 @@ def test_detokenize_subwords():
 
 def test_best_metric_and_published_vocab_size(model):
   assert Text2Text.best_metric == ("BLEU", True)
-  assert model.data_layer.params["tgt_vocab_size"] == 8
+  assert model.description.tgt_vocab_size == 8
 
 
 def test_format_samples(model):
@@ -96,12 +99,16 @@ def test_evaluate_and_bleu(model):
   assert model.finalize_evaluation(same)["BLEU"] == pytest.approx(100.0)
 
 
-def test_infer_and_finalize_inference(model):
+def test_infer_and_finalize_inference(model, tmp_path):
   batch = {k: v for k, v in eval_batch().items() if k != "target_tensors"}
   batch["id"] = np.array([1, 0], dtype=np.int64)
   results = model.infer(batch, {"outputs": np.array([[7, EOS, 4], [4, 5, EOS]])})
   assert results == [(1, "small"), (0, "the house")]
-  assert model.finalize_inference(sorted(results)) == ("", ["the house", "small"])
+  [lines] = model.finalize_inference(results)
+  path = os.path.join(str(tmp_path), "out.txt")
+  OutputSink(path).write([lines])
+  with open(path, encoding="utf-8") as f:
+    assert f.read() == "the house\nsmall\n"  # input order, whatever order results came in
 
 
 # ------------------------------------------------------------------- metrics

@@ -1,5 +1,7 @@
 """Parallel text data: vocabularies, tf.data transforms, ParallelTextDataLayer."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -36,7 +38,7 @@ def corpus(tmp_path):
 def layer(corpus, mode="eval", batch_size=4, num_workers=1, worker_id=0, **params):
   config = {k: v for k, v in corpus.items() if k not in ("lines", "tmp")}
   config.update(params)
-  return ParallelTextDataLayer(config, model=None, mode=mode, batch_size=batch_size,
+  return ParallelTextDataLayer(config, mode=mode, batch_size=batch_size,
                                num_workers=num_workers, worker_id=worker_id)
 
 
@@ -103,12 +105,14 @@ def test_vocab_errors(tmp_path):
     load_vocab(write(tmp_path / "empty.txt", [""]))
 
 
-def test_layer_publishes_vocabulary(corpus):
+def test_layer_describes_vocabulary_without_writing_params(corpus):
   dl = layer(corpus, pad_vocab_to_eight=True)
-  assert dl.params["src_vocab_size"] == 16 and dl.params["tgt_vocab_size"] == 16
-  assert dl.params["source_idx2seq"][4] == "a" and dl.params["target_idx2seq"][EOS] == "</S>"
-  assert dl.params["source_seq2idx"]["e"] == 8 and dl.params["target_seq2idx"]["<UNK>"] == UNK
-  assert layer(corpus).params["src_vocab_size"] == 9
+  d = dl.description
+  assert d.src_vocab_size == 16 and d.tgt_vocab_size == 16 and d.delimiter == " "
+  assert d.source_idx2seq[4] == "a" and d.target_idx2seq[EOS] == "</S>"
+  assert d.source_seq2idx["e"] == 8 and d.target_seq2idx["<UNK>"] == UNK
+  assert layer(corpus).description.src_vocab_size == 9
+  assert set(dl.params) <= set(ParallelTextDataLayer.declared_params())
 
 
 # ------------------------------------------------------------------- transforms
@@ -364,3 +368,90 @@ def test_token_batches_bucket_by_length_by_default(corpus, pad_lengths_to_eight,
     spreads.append(int(lengths.max() - lengths.min()) + 1)
   # sources of 2..13 ids (1..12 tokens + EOS, one per length); a bucket fits in one batch
   assert max(spreads) == widest
+
+
+# ------------------------------------------------------------------- shards and batching facts
+def test_shard_reuses_what_was_read(corpus):
+  dl = layer(corpus, mode="eval", batch_size=3)
+  for key in ("source_file", "target_file", "src_vocab_file"):
+    os.unlink(corpus[key])
+  shard = dl.shard(2, 1)  # the files are gone: nothing may be read again
+  assert shard is not dl and dl.shard(1, 0) is dl and shard.shard(2, 1) is shard
+  assert shard.description.source_seq2idx is dl.description.source_seq2idx
+  assert sorted(rows(shard.build_dataset())) == list(range(1, 12, 2))
+  assert shard.get_size_in_samples() == 6 and dl.get_size_in_samples() == 12
+  assert sorted(rows(dl.build_dataset())) == list(range(12))
+
+
+@pytest.mark.parametrize("batching", ["examples", "tokens"])
+def test_an_empty_shard_is_legal(corpus, batching):
+  one = write(corpus["tmp"] / "one.txt", ["a b"])
+  dl = layer(corpus, mode="eval", source_file=one, target_file=one, max_length=5,
+             batching=batching)
+  empty = dl.shard(2, 1)
+  assert list(empty.build_dataset()) == []
+  assert empty.get_size_in_samples() == 0 and empty.batches_per_epoch() == 0
+  built = layer(corpus, mode="train", source_file=one, target_file=one, num_workers=2,
+                worker_id=1, repeat=False, batching=batching)
+  assert list(built.build_dataset()) == []
+  # a shard whose every pair is too long is empty too, while another shard has pairs
+  two = write(corpus["tmp"] / "two.txt", ["a", "a b c d e f"])
+  long_shard = layer(corpus, mode="eval", source_file=two, target_file=two, max_length=4,
+                     batching=batching).shard(2, 1)
+  assert list(long_shard.build_dataset()) == [] and long_shard.batches_per_epoch() == 0
+
+
+@pytest.fixture(scope="module")
+def big_corpus(tmp_path_factory):
+  """300 pairs of 1..40 tokens, target and source lengths independent."""
+  tmp = tmp_path_factory.mktemp("big")
+  rng = np.random.default_rng(4)
+  sides = [[" ".join(rng.choice(VOCAB, size=n)) for n in rng.integers(1, 41, size=300)]
+           for _ in range(2)]
+  vocab = write(tmp / "vocab.txt", VOCAB)
+  return {"src_vocab_file": vocab, "tgt_vocab_file": vocab,
+          "source_file": write(tmp / "src.txt", sides[0]),
+          "target_file": write(tmp / "tgt.txt", sides[1])}
+
+
+@pytest.mark.parametrize("params,batch_size", [
+    ({}, 16),
+    ({"bucket_width": 6}, 16),
+    ({"pad_lengths_to_eight": True, "max_length": 30}, 10),
+    ({"batching": "tokens"}, 256),
+    ({"batching": "tokens", "bucket_width": 10}, 256),
+    ({"batching": "tokens", "pad_lengths_to_eight": True}, 256),
+    ({"batching": "tokens", "pad_lengths_to_eight": True, "bucket_width": 16,
+      "max_length": 35}, 300),
+])
+@pytest.mark.parametrize("mode,shards", [("eval", (1, 0)), ("train", (3, 1)), ("infer", (2, 0))])
+def test_batches_per_epoch_counts_the_pipeline_batches(big_corpus, params, batch_size, mode,
+                                                       shards):
+  dl = ParallelTextDataLayer(dict(big_corpus, repeat=False, **params), mode=mode,
+                             batch_size=batch_size).shard(*shards)
+  counted = sum(1 for _ in dl.build_dataset())
+  assert dl.batches_per_epoch() == counted
+  if params.get("batching") == "tokens":
+    assert counted > dl.get_size_in_samples() // batch_size + 5  # not examples // tokens
+
+
+def test_count_units_counts_real_tokens(corpus):
+  dl = layer(corpus, mode="eval", batch_size=5, pad_lengths_to_eight=True)
+  assert dl.throughput_unit == "tokens" and dl.unit_scale == 1.0
+  count = tf.function(dl.count_units)
+  for batch in dl.build_dataset():
+    real = sum(int(tf.math.count_nonzero(batch[k][0])) for k in ("source_tensors",
+                                                                 "target_tensors"))
+    assert count(batch).dtype == tf.int64 and int(count(batch)) == real
+  batch = next(iter(layer(corpus, mode="infer").build_dataset()))
+  assert int(dl.count_units(batch)) == int(tf.math.count_nonzero(batch["source_tensors"][0]))
+
+
+def test_interactive_infer_reads_like_infer(corpus):
+  config = {k: v for k, v in corpus.items() if k not in ("lines", "tmp", "target_file")}
+  given = dict(config)
+  dl = ParallelTextDataLayer(config, mode="interactive_infer", batch_size=4, random_seed=1)
+  assert dl.get_size_in_samples() == 12 and config == given
+  assert "target_tensors" not in next(iter(dl.build_dataset()))
+  assert rows(dl.dataset_from_inputs(["a b"])) == {0: [4, 5, EOS]}
+  assert set(dl.params) <= set(ParallelTextDataLayer.declared_params())

@@ -70,7 +70,7 @@ def test_command_line_and_data_layer_reads_it(tmp_path):
             "source_file": str(out / "dev" / "source.txt"),
             "target_file": str(out / "dev" / "target.txt")}
   dl = ParallelTextDataLayer(params, mode="eval", batch_size=8)
-  assert dl.params["src_vocab_size"] == 14 and dl.get_size_in_samples() == 3
+  assert dl.description.src_vocab_size == 14 and dl.get_size_in_samples() == 3
   bad = subprocess.run([sys.executable, SCRIPT, "--data_dir", str(out), "--dev_size", "0"],
                        capture_output=True, text=True)
   assert bad.returncode != 0 and "dev_size" in bad.stderr

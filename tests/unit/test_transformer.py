@@ -15,22 +15,17 @@ GO, EOS, PAD = 2, 3, 0
 SIZES = dict(hidden_size=16, num_heads=2, filter_size=32)
 
 
-def fake_model(src_vocab=13, tgt_vocab=11, dtype="float32"):
-  return types.SimpleNamespace(
-      params={"dtype": dtype},
-      data_layer=types.SimpleNamespace(
-          params={"src_vocab_size": src_vocab, "tgt_vocab_size": tgt_vocab}))
-
-
-def build(encoder_params=None, decoder_params=None, **model_kwargs):
-  """A tiny encoder/decoder pair attached to a fake model, as Model.__init__ would."""
+def build(encoder_params=None, decoder_params=None, src_vocab=13, tgt_vocab=11,
+          dtype="float32"):
+  """A tiny encoder/decoder pair, given sizes and shared layers as Text2Text wires them."""
   tf.random.set_seed(1)
-  model = fake_model(**model_kwargs)
-  model.encoder = TransformerEncoder(
-      {"encoder_layers": 2, **SIZES, **(encoder_params or {})}, model=model)
-  model.decoder = TransformerDecoder(
-      {"num_hidden_layers": 2, **SIZES, **(decoder_params or {})}, model=model)
-  return model
+  encoder = TransformerEncoder({"encoder_layers": 2, **SIZES, **(encoder_params or {})},
+                               vocab_size=src_vocab, dtype=dtype)
+  decoder = TransformerDecoder({"num_hidden_layers": 2, **SIZES, **(decoder_params or {})},
+                               vocab_size=tgt_vocab, dtype=dtype)
+  if decoder.params["shared_embed"]:
+    decoder.reuse_embeddings(encoder.embedding_softmax_layer)
+  return types.SimpleNamespace(encoder=encoder, decoder=decoder)
 
 
 def batch_of(sequences, vocab):
@@ -255,8 +250,41 @@ def test_shared_embed_uses_encoder_embedding():
 
 
 def test_shared_embed_needs_equal_vocabularies():
-  with pytest.raises(ConfigError, match="shared_embed"):
+  with pytest.raises(ConfigError, match=r"^decoder_params/shared_embed: source \(13\) and "
+                                        r"target \(11\) vocabulary sizes differ"):
     build(decoder_params={"shared_embed": True}, src_vocab=13, tgt_vocab=11)
+
+
+def test_shared_embed_needs_an_encoder_embedding_handed_over():
+  decoder = TransformerDecoder({"num_hidden_layers": 1, **SIZES, "shared_embed": True},
+                               vocab_size=11)
+  with pytest.raises(ConfigError, match="^decoder_params/shared_embed: the model's encoder "
+                                        "has no embedding_softmax_layer"):
+    decoder.reuse_embeddings(None)
+  with pytest.raises(ConfigError, match="reuse_embeddings"):
+    _ = decoder.embedding  # built for sharing, but nothing was handed over
+  own = TransformerDecoder({"num_hidden_layers": 1, **SIZES}, vocab_size=11)
+  with pytest.raises(ConfigError, match="shared_embed: is False"):
+    own.reuse_embeddings(build().encoder.embedding_softmax_layer)
+
+
+def test_decoder_built_without_a_model_decodes():
+  decoder = TransformerDecoder({"num_hidden_layers": 1, **SIZES, "extra_decode_length": 2},
+                               vocab_size=11, mode="infer")
+  assert decoder.vocab_size == 11 and decoder.params["beam_size"] == 1  # defaults filled
+  memory = {"outputs": tf.zeros([2, 3, SIZES["hidden_size"]]),
+            "src_lengths": tf.constant([3, 2])}
+  out = decoder({"encoder_output": memory})
+  assert out["outputs"].shape[0] == 2
+
+
+def test_configured_vocab_size_wins_over_the_given_one():
+  decoder = TransformerDecoder({"num_hidden_layers": 1, **SIZES, "tgt_vocab_size": 7},
+                               vocab_size=11)
+  encoder = TransformerEncoder({"encoder_layers": 1, **SIZES, "src_vocab_size": 9},
+                               vocab_size=13)
+  assert (decoder.vocab_size, encoder.vocab_size) == (7, 9)
+  assert tuple(decoder.embedding.embeddings.shape) == (7, SIZES["hidden_size"])
 
 
 def test_pad_embeddings_to_eight():
@@ -287,16 +315,17 @@ def test_mixed_precision(dtype):
 
 
 def test_config_errors():
-  model = fake_model()
   with pytest.raises(ConfigError, match="num_heads"):
     TransformerEncoder({"encoder_layers": 1, "hidden_size": 10, "num_heads": 3,
-                        "filter_size": 8}, model=model)
+                        "filter_size": 8}, vocab_size=13)
   with pytest.raises(ConfigError, match="did you mean 'num_heads'"):
-    TransformerEncoder({"encoder_layers": 1, **SIZES, "num_head": 2}, model=model)
+    TransformerEncoder({"encoder_layers": 1, **SIZES, "num_head": 2}, vocab_size=13)
   with pytest.raises(ConfigError, match="EOS_ID"):
-    TransformerDecoder({"num_hidden_layers": 1, **SIZES, "EOS_ID": 5}, model=model)
-  with pytest.raises(ConfigError, match="tgt_vocab_size"):
-    TransformerDecoder({"num_hidden_layers": 1, **SIZES}, model=None)
+    TransformerDecoder({"num_hidden_layers": 1, **SIZES, "EOS_ID": 5}, vocab_size=11)
+  with pytest.raises(ConfigError, match=r"^decoder_params/tgt_vocab_size: unknown"):
+    TransformerDecoder({"num_hidden_layers": 1, **SIZES})
+  with pytest.raises(ConfigError, match=r"^encoder_params/src_vocab_size: unknown"):
+    TransformerEncoder({"encoder_layers": 1, **SIZES})
   with pytest.raises(ConfigError, match="norm_placement"):
     TransformerEncoder({"encoder_layers": 1, **SIZES, "norm_placement": "middle"},
-                       model=model)
+                       vocab_size=13)

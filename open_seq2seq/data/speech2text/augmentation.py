@@ -19,50 +19,69 @@ import numpy as np
 
 from open_seq2seq.data.speech2text.audio import change_speed, peak_normalize
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.utils.params import Param, dict_of, non_negative_int
 
-AUGMENTATION_KEYS = ("speed_perturbation_ratio", "time_stretch_ratio", "noise_level_min",
-                     "noise_level_max", "n_freq_mask", "width_freq_mask", "n_time_mask",
-                     "width_time_mask")
+
+def _speeds(value: Any) -> bool:
+  """A ratio in [0, 1) or a non-empty list of positive speeds."""
+  if isinstance(value, list):
+    return bool(value) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+                               for v in value)
+  return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
+
+
+_speeds.type_name = "ratio in [0, 1) or list of speeds > 0"
+
+#: Keys of ``data_layer_params/augmentation``.
+AUGMENTATION_PARAMS = {
+    "speed_perturbation_ratio": Param((_speeds, None), None,
+                                      "Speed drawn in [1 - r, 1 + r], or picked from a list."),
+    "time_stretch_ratio": Param((_speeds, None), None,
+                                "OpenSeq2Seq's old name of speed_perturbation_ratio."),
+    "noise_level_min": Param((float, None), None,
+                             "White noise level in dB (of the peak-normalised signal): lowest."),
+    "noise_level_max": Param((float, None), None, "White noise level in dB: highest."),
+    "n_freq_mask": Param(non_negative_int, 0, "SpecAugment: number of feature-band masks."),
+    "width_freq_mask": Param(non_negative_int, 0, "Widest feature-band mask (features)."),
+    "n_time_mask": Param(non_negative_int, 0, "SpecAugment: number of time masks."),
+    "width_time_mask": Param(non_negative_int, 0, "Widest time mask (frames)."),
+}
+
+
+def _check_augmentation(augmentation: dict, path: str) -> dict:
+  """Rules across keys; resolves the ``time_stretch_ratio`` alias."""
+  old_name = augmentation["time_stretch_ratio"]
+  if old_name is not None:
+    if augmentation["speed_perturbation_ratio"] is not None:
+      raise ConfigError(f"{path}/time_stretch_ratio: given together with "
+                        f"speed_perturbation_ratio, its new name; keep one")
+    augmentation["speed_perturbation_ratio"], augmentation["time_stretch_ratio"] = old_name, None
+  speed = augmentation["speed_perturbation_ratio"]
+  if isinstance(speed, list):
+    augmentation["speed_perturbation_ratio"] = [float(v) for v in speed]
+  low, high = augmentation["noise_level_min"], augmentation["noise_level_max"]
+  if (low is None) != (high is None):
+    raise ConfigError(f"{path}: give both noise_level_min and noise_level_max")
+  if low is not None and low > high:
+    raise ConfigError(f"{path}: noise_level_min is above noise_level_max")
+  return augmentation
+
+
+#: The type of ``data_layer_params/augmentation``: validated with the data layer's params.
+AUGMENTATION = dict_of(AUGMENTATION_PARAMS, "augmentation", _check_augmentation)
 
 
 def validate_augmentation(augmentation: Mapping[str, Any] | None) -> dict:
-  """Checks the dict's keys and values; returns it normalised (alias resolved)."""
+  """Checks the dict's keys and values; returns it with defaults and the alias resolved."""
   if not augmentation:
     return {}
-  where = "data_layer_params/augmentation"
-  result = {}
-  for key, value in augmentation.items():
-    if key not in AUGMENTATION_KEYS:
-      raise ConfigError(f"{where}/{key}: unknown augmentation; valid keys are: "
-                        f"{', '.join(AUGMENTATION_KEYS)}")
-    if key in ("speed_perturbation_ratio", "time_stretch_ratio"):
-      if isinstance(value, (list, tuple)):
-        if not value or any(not isinstance(v, (int, float)) or v <= 0 for v in value):
-          raise ConfigError(f"{where}/{key}: expected positive speeds, got {value!r}")
-        value = [float(v) for v in value]
-      elif not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise ConfigError(f"{where}/{key}: expected a ratio in [0, 1) or a list of speeds, "
-                          f"got {value!r}")
-      result["speed_perturbation_ratio"] = value
-    elif key in ("noise_level_min", "noise_level_max"):
-      if not isinstance(value, (int, float)):
-        raise ConfigError(f"{where}/{key}: expected a level in dB, got {value!r}")
-      result[key] = float(value)
-    else:
-      if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ConfigError(f"{where}/{key}: expected a non-negative int, got {value!r}")
-      result[key] = value
-  if ("noise_level_min" in result) != ("noise_level_max" in result):
-    raise ConfigError(f"{where}: give both noise_level_min and noise_level_max")
-  if "noise_level_min" in result and result["noise_level_min"] > result["noise_level_max"]:
-    raise ConfigError(f"{where}: noise_level_min is above noise_level_max")
-  return result
+  return AUGMENTATION.validate(augmentation, "data_layer_params/augmentation")
 
 
 def has_signal_augmentation(augmentation: Mapping[str, Any]) -> bool:
   """True if the augmentation changes the waveform (so cached features cannot be used)."""
   speed = augmentation.get("speed_perturbation_ratio")
-  return bool(speed) or "noise_level_min" in augmentation
+  return bool(speed) or augmentation.get("noise_level_min") is not None
 
 
 def augment_signal(signal: np.ndarray, augmentation: Mapping[str, Any],
@@ -74,7 +93,7 @@ def augment_signal(signal: np.ndarray, augmentation: Mapping[str, Any],
     signal = change_speed(signal, float(rng.choice(speed)))
   elif speed:
     signal = change_speed(signal, float(rng.uniform(1.0 - speed, 1.0 + speed)))
-  if "noise_level_min" in augmentation:
+  if augmentation.get("noise_level_min") is not None:
     level_db = rng.uniform(augmentation["noise_level_min"], augmentation["noise_level_max"])
     noise = rng.standard_normal(len(signal), dtype=np.float32) * 10.0 ** (level_db / 20.0)
     signal = signal + noise

@@ -10,7 +10,9 @@ are::
      "id": [B] int64}                                             # row index over all CSVs
 
 ``T`` is rounded up to a multiple of ``pad_to``; ``lengths`` are real frame counts.
-Targets are character ids (CTC blank = the last class, ``tgt_vocab_size - 1``).
+Targets are character ids (CTC blank = the last class, ``tgt_vocab_size - 1``). Batches come
+from :func:`open_seq2seq.data.transforms.training_pipeline` (``inference_pipeline`` in eval
+and infer); decoding and featurizing run in its ``process`` step, after shuffling.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from typing import Any, Iterable
 import numpy as np
 import tensorflow as tf
 
+from open_seq2seq.data import transforms
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.data.description import SpeechDescription
 from open_seq2seq.data.speech2text.audio import peak_normalize, read_audio
-from open_seq2seq.data.speech2text.augmentation import (augment_signal, has_signal_augmentation,
-                                                        spec_augment, validate_augmentation)
+from open_seq2seq.data.speech2text.augmentation import (AUGMENTATION, augment_signal,
+                                                        has_signal_augmentation, spec_augment,
+                                                        validate_augmentation)
 from open_seq2seq.data.speech2text.feature_cache import FeatureCache
 from open_seq2seq.data.speech2text.features import INPUT_TYPES, WINDOWS, FeatureExtractor
 from open_seq2seq.data.speech2text.targets import TargetEncoder
@@ -41,10 +45,12 @@ _FEATURE_KEYS = ("input_type", "num_audio_features", "sample_freq", "window_size
 class Speech2TextDataLayer(DataLayer):
   """Audio + transcript CSVs for CTC speech recognition (OpenSeq2Seq's parameter names).
 
-  Publishes ``tgt_vocab_size`` (symbols + CTC blank), ``char2idx`` and ``idx2char`` in its
-  params for the decoder and the model. In train mode it shuffles, repeats, augments and
-  drops utterances outside ``[min_duration, max_duration]``; eval and infer read every row
-  once, in file order, without augmentation or dither.
+  The target alphabet reaches the model through :attr:`description`. In train mode it
+  shuffles (seeded by ``random_seed`` and the worker), repeats, augments and drops
+  utterances outside ``[min_duration, max_duration]``; eval and infer read every row once, in
+  file order, without augmentation or dither; interactive_infer reads no CSV and transcribes
+  the files it is given (:meth:`dataset_from_inputs`). Throughput is counted in seconds of
+  audio (feature frames times ``window_stride``).
   """
 
   PARAMS = {
@@ -68,9 +74,7 @@ class Speech2TextDataLayer(DataLayer):
       "pad_to": Param(int, 8, "Round the batch's time dimension up to a multiple of this."),
       "max_duration": Param((float, None), None, "Train: drop utterances longer (seconds)."),
       "min_duration": Param((float, None), None, "Train: drop utterances shorter (seconds)."),
-      "augmentation": Param((dict, None), None,
-                            "Train-time augmentation: speed_perturbation_ratio, noise_level_min/"
-                            "max, n_freq_mask, width_freq_mask, n_time_mask, width_time_mask."),
+      "augmentation": Param((AUGMENTATION, None), None, "Train-time augmentation."),
       "shuffle": Param(bool, True, "Shuffle training utterances (never in eval/infer)."),
       "repeat": Param(bool, True, "Repeat training data forever (eval/infer: one pass)."),
       "cache_features": Param(bool, False,
@@ -84,14 +88,11 @@ class Speech2TextDataLayer(DataLayer):
                                     "Accepted for OpenSeq2Seq configs: always precomputed."),
   }
 
-  def __init__(self, params: dict[str, Any], model: Any = None, mode: str = "train",
-               batch_size: int = 32, num_workers: int = 1, worker_id: int = 0):
-    super().__init__(params, model, mode, batch_size, num_workers, worker_id)
+  def __init__(self, params: dict[str, Any], mode: str = "train", batch_size: int = 32,
+               num_workers: int = 1, worker_id: int = 0, random_seed: int | None = None):
+    super().__init__(params, mode, batch_size, num_workers, worker_id, random_seed)
     p = self.params
     self.targets = TargetEncoder(p["vocab_file"], p["bpe"])
-    p["tgt_vocab_size"] = self.targets.vocab_size
-    p["char2idx"] = self.targets.char2idx
-    p["idx2char"] = self.targets.idx2char
     self.augmentation = validate_augmentation(p["augmentation"]) if mode == "train" else {}
     self.extractor = FeatureExtractor(
         p["input_type"], p["num_audio_features"], p["sample_freq"], p["window_size"],
@@ -103,8 +104,7 @@ class Speech2TextDataLayer(DataLayer):
     self.transcripts: list[str] = []
     self._target_ids: list[list[int]] = []
     # interactive inference transcribes typed paths: the infer CSVs need not exist
-    interactive = getattr(model, "mode", None) == "interactive_infer"
-    if p["dataset_files"] is not None and not interactive:
+    if p["dataset_files"] is not None and mode != "interactive_infer":
       self._read_csvs(p["dataset_files"])
     self.cache = None
     if p["cache_features"]:
@@ -114,8 +114,11 @@ class Speech2TextDataLayer(DataLayer):
       self.cache = FeatureCache(directory, {k: p[k] for k in _FEATURE_KEYS},
                                 p["cache_regenerate"])
     self.interactive_inputs: list[str] = []
-    seed = model.params.get("random_seed") if model is not None else None
-    self._seed = None if seed is None else seed * 1000 + worker_id
+
+  @property
+  def _seed(self) -> int | None:
+    """Seed of this worker's shuffle and augmentation (None: unseeded)."""
+    return None if self.random_seed is None else self.random_seed * 1000 + self.worker_id
 
   @property
   def description(self) -> SpeechDescription:
@@ -128,7 +131,7 @@ class Speech2TextDataLayer(DataLayer):
 
   # ------------------------------------------------------------------ reading CSVs
   def _read_csvs(self, csv_files: list) -> None:
-    need_transcript = self.mode != "infer"
+    need_transcript = not self.inference
     for csv_path in csv_files:
       if not isinstance(csv_path, str) or not os.path.isfile(csv_path):
         raise DataError(f"data_layer_params/dataset_files: {csv_path} does not exist")
@@ -190,42 +193,63 @@ class Speech2TextDataLayer(DataLayer):
             np.float32(duration))
 
   # ------------------------------------------------------------------ datasets
-  def _shard_indices(self) -> np.ndarray:
-    return np.arange(len(self.paths), dtype=np.int64)[self.worker_id::self.num_workers]
-
   def get_size_in_samples(self) -> int:
-    return len(self._shard_indices())
+    """Rows of this worker's shard (train's duration filter is only known after decoding)."""
+    return len(range(self.worker_id, len(self.paths), self.num_workers))
+
+  @property
+  def throughput_unit(self) -> str:
+    return "s of audio"
+
+  @property
+  def unit_scale(self) -> float:
+    """Seconds of audio per feature frame."""
+    return float(self.params["window_stride"])
+
+  def count_units(self, batch: dict) -> tf.Tensor:
+    """Real (non-padding) feature frames of a batch."""
+    return tf.reduce_sum(tf.cast(batch["source_tensors"][1], tf.int64))
+
+  def _batching(self) -> transforms.Batching:
+    return transforms.Batching(self.batch_size, pad_multiple=self.params["pad_to"],
+                               pad_keys=("source",))
 
   def build_dataset(self) -> tf.data.Dataset:
     p = self.params
     if p["dataset_files"] is None:
       raise ConfigError(f"data_layer_params/dataset_files: needed in {self.mode} mode")
-    train = self.mode == "train"
-    indices = self._shard_indices()
-    dataset = tf.data.Dataset.from_tensor_slices(indices)
-    if train and p["shuffle"]:
-      dataset = dataset.shuffle(max(1, len(indices)), seed=self._seed,
-                                reshuffle_each_iteration=True)
-    if train and p["repeat"]:
-      dataset = dataset.repeat()
-    seeds = tf.data.Dataset.random(seed=self._seed)
-    dataset = tf.data.Dataset.zip((dataset, seeds))
-    num_features = p["num_audio_features"]
+    rows = tf.data.Dataset.from_tensor_slices({"id": np.arange(len(self.paths), dtype=np.int64)})
+    common = dict(num_shards=self.num_workers, shard_index=self.worker_id,
+                  process_fn=self._process)
+    if self.mode != "train":
+      return transforms.inference_pipeline(rows, self._batching(), **common)
+    buffer = max(1, self.get_size_in_samples()) if p["shuffle"] else None
+    return transforms.training_pipeline(rows, self._batching(), shuffle_buffer_size=buffer,
+                                        seed=self._seed, repeat=p["repeat"], **common)
 
-    def load(index, seed):
+  def _process(self, rows: tf.data.Dataset) -> tf.data.Dataset:
+    """Row ids -> decoded, featurized (and in train augmented, duration-filtered) examples."""
+    num_features = self.params["num_audio_features"]
+    with_targets = not self.inference
+
+    def load(row, seed):
       x, x_len, y, y_len, duration = tf.numpy_function(
-          self._load, [index, seed], [tf.float32, tf.int32, tf.int32, tf.int32, tf.float32],
-          stateful=False)
+          self._load, [row["id"], seed],
+          [tf.float32, tf.int32, tf.int32, tf.int32, tf.float32], stateful=False)
       x.set_shape([None, num_features])
-      y.set_shape([None])
-      return {"source_tensors": (x, tf.reshape(x_len, [])),
-              "target_tensors": (y, tf.reshape(y_len, [])),
-              "id": index, "duration": tf.reshape(duration, [])}
+      element = {"source": x, "source_length": tf.reshape(x_len, []), "id": row["id"],
+                 "duration": tf.reshape(duration, [])}
+      if with_targets:
+        y.set_shape([None])
+        element.update(target=y, target_length=tf.reshape(y_len, []))
+      return element
 
-    dataset = dataset.map(load, num_parallel_calls=tf.data.AUTOTUNE)
-    if train:
+    # one seed per example drawn after repeat: every epoch augments differently
+    seeds = tf.data.Dataset.random(seed=self._seed)
+    dataset = tf.data.Dataset.zip((rows, seeds)).map(load, num_parallel_calls=tf.data.AUTOTUNE)
+    if self.mode == "train":
       dataset = dataset.filter(self._duration_filter())
-    return self._batch(dataset, with_targets=self.mode != "infer")
+    return dataset
 
   def _duration_filter(self):
     low, high = self.params["min_duration"], self.params["max_duration"]
@@ -240,26 +264,6 @@ class Speech2TextDataLayer(DataLayer):
       return ok
 
     return keep
-
-  def _batch(self, dataset: tf.data.Dataset, with_targets: bool) -> tf.data.Dataset:
-    pad_to = self.params["pad_to"]
-
-    def select(element):
-      out = {"source_tensors": element["source_tensors"], "id": element["id"]}
-      if with_targets:
-        out["target_tensors"] = element["target_tensors"]
-      return out
-
-    def round_up(batch):
-      x, x_len = batch["source_tensors"]
-      extra = (-tf.shape(x)[1]) % pad_to
-      batch["source_tensors"] = (tf.pad(x, [[0, 0], [0, extra], [0, 0]]), x_len)
-      return batch
-
-    dataset = dataset.map(select).padded_batch(self.batch_size)
-    if pad_to > 1:
-      dataset = dataset.map(round_up)
-    return dataset.prefetch(tf.data.AUTOTUNE)
 
   def dataset_from_inputs(self, inputs: Iterable[Any]) -> tf.data.Dataset:
     """Batches of audio files (paths) or 1-D sample arrays at ``sample_freq``, no targets.
@@ -282,14 +286,11 @@ class Speech2TextDataLayer(DataLayer):
     self.interactive_inputs = [i if isinstance(i, str) else f"<array {n}>"
                                for n, i in enumerate(inputs)]
     lengths = np.array([len(f) for f in features], np.int32)
-    longest = int(lengths.max())
-    longest += (-longest) % self.params["pad_to"]
-    batch = np.zeros([len(features), longest, self.params["num_audio_features"]], np.float32)
-    for i, f in enumerate(features):
-      batch[i, :len(f)] = f
-    dataset = tf.data.Dataset.from_tensor_slices({
-        "source_tensors": (batch, lengths), "id": np.arange(len(features), dtype=np.int64)})
-    return dataset.batch(self.batch_size)
+    examples = transforms.slices({
+        "source": tf.RaggedTensor.from_row_lengths(np.concatenate(features),
+                                                   lengths.astype(np.int64)),
+        "source_length": lengths, "id": np.arange(len(features), dtype=np.int64)})
+    return transforms.inference_pipeline(examples, self._batching())
 
   # ------------------------------------------------------------------ for the model
   def wav_filename(self, index: int) -> str:

@@ -58,10 +58,6 @@ def split_tokens(line: str, delimiter: str) -> list[str]:
   return [t for t in line.strip().split(delimiter) if t]
 
 
-def _identity(element: dict) -> dict:
-  return dict(element)
-
-
 class _UnknownToUnk(dict):
   """Token -> id map answering UNK_ID for unknown tokens (fast C-level lookups)."""
 
@@ -86,15 +82,16 @@ class ParallelTextDataLayer(DataLayer):
   Each batch is ``{"source_tensors": (ids [B, T] int32, lengths [B] int32),
   "target_tensors": (ids, lengths), "id": line index [B] int64}``; ids are the tokens'
   vocabulary ids followed by EOS (the decoder prepends GO itself); targets are absent in
-  infer mode. The layer publishes ``src_vocab_size``, ``tgt_vocab_size``,
-  ``source_seq2idx``/``target_seq2idx`` and ``source_idx2seq``/``target_idx2seq`` in
-  ``self.params`` for the encoder, decoder and model.
+  infer mode. The vocabularies reach the model through :attr:`description`.
 
   Modes: *train* shuffles (with TensorFlow's global seed) and repeats if ``repeat``; *eval*
-  and *infer* make exactly one deterministic pass (``repeat`` and ``shuffle`` are ignored).
-  ``max_length`` filters pairs in train and eval (an eval pass then skips long pairs: set it
-  to None to score every line) but never in infer. Workers read disjoint shards: worker k
-  keeps the lines whose index modulo the number of workers is k.
+  and *infer* (and *interactive_infer*, which reads its files as infer does) make exactly one
+  deterministic pass (``repeat`` and ``shuffle`` are ignored). ``max_length`` filters pairs
+  in train and eval (an eval pass then skips long pairs: set it to None to score every line)
+  but never in infer. Workers read disjoint shards: worker k keeps the lines whose index
+  modulo the number of workers is k; a worker's shard may be empty.
+
+  Throughput is counted in real (non-padding) source + target tokens.
   """
 
   PARAMS = {
@@ -129,24 +126,17 @@ class ParallelTextDataLayer(DataLayer):
       "shuffle_buffer_size": Param(int, -1, "Shuffle buffer in examples (-1: the whole shard)."),
   }
 
-  def __init__(self, params: dict[str, Any], model: Any = None, mode: str = "train",
-               batch_size: int = 32, num_workers: int = 1, worker_id: int = 0):
-    super().__init__(params, model, mode, batch_size, num_workers, worker_id)
-    self.params = self.validate_params(self.params, prefix="data_layer_params")
+  def __init__(self, params: dict[str, Any], mode: str = "train", batch_size: int = 32,
+               num_workers: int = 1, worker_id: int = 0, random_seed: int | None = None):
+    super().__init__(params, mode, batch_size, num_workers, worker_id, random_seed)
     p = self.params
-    if mode not in ("train", "eval", "infer"):
-      raise ConfigError(f"ParallelTextDataLayer: mode must be train, eval or infer, got {mode!r}")
-    if not 0 <= worker_id < num_workers:
-      raise ConfigError(f"worker_id {worker_id} is not in [0, {num_workers})")
-    if batch_size < 1:
-      raise ConfigError(f"batch size must be at least 1, got {batch_size}")
     if p["bucket_width"] is not None and p["bucket_width"] < 1:
       raise ConfigError(f"data_layer_params/bucket_width: must be at least 1, got "
                         f"{p['bucket_width']}")
     if p["max_length"] is not None and p["max_length"] < 2:
       raise ConfigError(f"data_layer_params/max_length: must be at least 2 (a token and EOS), "
                         f"got {p['max_length']}")
-    self._use_targets = p["use_targets"] and mode != "infer"
+    self._use_targets = p["use_targets"] and not self.inference
     if self._use_targets and p["target_file"] is None:
       raise ConfigError(f"data_layer_params/target_file: required in {mode} mode (or set "
                         "use_targets to False)")
@@ -155,13 +145,6 @@ class ParallelTextDataLayer(DataLayer):
     self.tgt_seq2idx = self._load_vocab(p["tgt_vocab_file"])
     self.src_idx2seq = invert_vocab(self.src_seq2idx)
     self.tgt_idx2seq = invert_vocab(self.tgt_seq2idx)
-    p["src_vocab_size"] = len(self.src_seq2idx)
-    p["tgt_vocab_size"] = len(self.tgt_seq2idx)
-    p["source_seq2idx"] = self.src_seq2idx
-    p["target_seq2idx"] = self.tgt_seq2idx
-    p["source_idx2seq"] = self.src_idx2seq
-    p["target_idx2seq"] = self.tgt_idx2seq
-
     self._read_corpus()
 
   # ----------------------------------------------------------------- reading
@@ -218,9 +201,9 @@ class ParallelTextDataLayer(DataLayer):
             f"source_file {p['source_file']} has {len(self._source.lengths)} lines but "
             f"target_file {target_path} has {len(target_lines)}; parallel files need one "
             "sentence pair per line, aligned")
-      if self.mode in ("eval", "infer"):
+      if self.mode != "train":
         self._target_lines = target_lines  # references for BLEU keep out-of-vocabulary words
-    elif self.mode == "infer" and p["target_file"] is not None:
+    elif self.inference and p["target_file"] is not None:
       # infer never feeds targets to the model, but scores its output against them (BLEU)
       self._target_lines = read_text_lines(p["target_file"], "target_file")
       if len(self._target_lines) != len(self._source.lengths):
@@ -228,21 +211,32 @@ class ParallelTextDataLayer(DataLayer):
             f"source_file {p['source_file']} has {len(self._source.lengths)} lines but "
             f"target_file {p['target_file']} has {len(self._target_lines)}; parallel files "
             "need one sentence pair per line, aligned")
-    # The same selection build_dataset applies, computed here to know sizes up front.
-    count = len(self._source.lengths)
-    keep = np.arange(count) % self.num_workers == self.worker_id
-    if self.mode != "infer" and p["max_length"] is not None:
-      keep &= self._source.lengths <= p["max_length"]
-      if self._target is not None:
-        keep &= self._target.lengths <= p["max_length"]
-    self._kept = keep
-    if p["max_length"] is not None and not keep.any() and (
-        np.arange(count) % self.num_workers == self.worker_id).any():
-      raise DataError(f"no sentence pair of {p['source_file']} is at most max_length="
-                      f"{p['max_length']} ids long (EOS included); raise "
-                      "data_layer_params/max_length")
-    self._longest = int(max(self._source.lengths.max(),
-                            self._target.lengths.max() if self._target is not None else 0))
+    # An element's length, as buckets and filters see it: the longer of its sides.
+    self._lengths = (self._source.lengths if self._target is None
+                     else np.maximum(self._source.lengths, self._target.lengths))
+    # The max_length filter of build_dataset, over the whole corpus: every shard is cut from
+    # it, and an empty shard (fewer pairs than workers) is fine where an empty corpus is not.
+    self._fits = np.ones(len(self._lengths), bool)
+    if self._max_length is not None:
+      self._fits = self._lengths <= self._max_length
+      if not self._fits.any():
+        raise DataError(f"no sentence pair of {p['source_file']} is at most max_length="
+                        f"{p['max_length']} ids long (EOS included); raise "
+                        "data_layer_params/max_length")
+    self._longest = int(self._lengths.max())
+    if self._max_length is not None:
+      self._longest = min(self._longest, self._max_length)
+
+  @property
+  def _max_length(self) -> int | None:
+    """Pairs longer than this are skipped (train and eval; infer reads every line)."""
+    return None if self.inference else self.params["max_length"]
+
+  @property
+  def _kept(self) -> np.ndarray:
+    """Which lines this worker's dataset yields: its shard of the pairs that fit."""
+    lines = np.arange(len(self._fits))
+    return self._fits & (lines % self.num_workers == self.worker_id)
 
   @property
   def description(self) -> TextDescription:
@@ -270,50 +264,49 @@ class ParallelTextDataLayer(DataLayer):
     if target is not None:
       features["target"] = target.ragged()
       features["target_length"] = target.lengths
-    dataset = tf.data.Dataset.from_tensor_slices(features)
-    # from_tensor_slices keeps a ragged spec for the rows: an identity map makes them dense.
-    return dataset.map(_identity, num_parallel_calls=self.params["map_parallel_calls"]
-                       or tf.data.AUTOTUNE, deterministic=True)
+    return transforms.slices(features, self.params["map_parallel_calls"])
 
-  def _batch(self, dataset: tf.data.Dataset, longest: int) -> tf.data.Dataset:
+  def _batching(self, longest: int) -> transforms.Batching:
+    """How the pipeline batches elements at most ``longest`` ids long."""
     p = self.params
     pad_multiple = 8 if p["pad_lengths_to_eight"] else 1
     by_tokens = p["batching"] == "tokens"
     # Token batches default to one bucket per (padded) length: a batch then holds ~95 % real
     # tokens on the Bible data, against ~86 % with buckets 8 wide.
     width = p["bucket_width"] or (pad_multiple if by_tokens else None)
-    boundaries = transforms.bucket_boundaries(longest, width) if width else None
-    dataset = transforms.bucket_batch(
-        dataset, self.batch_size, by_tokens=by_tokens, boundaries=boundaries,
-        pad_multiple=pad_multiple, max_length=longest, batch_multiple=pad_multiple)
-    dataset = transforms.pad_to_multiple(dataset, pad_multiple)
-    dataset = dataset.map(self._model_inputs)
-    return dataset.prefetch(p["prefetch_buffer_size"] or tf.data.AUTOTUNE)
-
-  @staticmethod
-  def _model_inputs(batch: dict) -> dict:
-    inputs = {"source_tensors": (batch["source"], batch["source_length"]), "id": batch["id"]}
-    if "target" in batch:
-      inputs["target_tensors"] = (batch["target"], batch["target_length"])
-    return inputs
+    boundaries = transforms.bucket_boundaries(longest, width) if width else ()
+    return transforms.Batching(self.batch_size, by_tokens, tuple(boundaries), longest,
+                               pad_multiple, batch_multiple=pad_multiple)
 
   def build_dataset(self) -> tf.data.Dataset:
     p = self.params
     dataset = self._examples(self._source, self._target)
-    dataset = transforms.shard(dataset, self.num_workers, self.worker_id)
-    if self.mode != "infer":
-      dataset = transforms.filter_by_max_length(dataset, p["max_length"])
-    longest = self._longest
-    if self.mode != "infer" and p["max_length"] is not None:
-      longest = min(longest, p["max_length"])
-    if self.mode == "train":
-      if p["shuffle"]:
-        size = self.get_size_in_samples()
-        buffer = size if p["shuffle_buffer_size"] < 1 else p["shuffle_buffer_size"]
-        dataset = dataset.shuffle(max(1, buffer), reshuffle_each_iteration=True)
-      if p["repeat"]:
-        dataset = dataset.repeat()
-    return self._batch(dataset, longest)
+    common = dict(num_shards=self.num_workers, shard_index=self.worker_id,
+                  max_length=self._max_length, prefetch_buffer_size=p["prefetch_buffer_size"])
+    if self.mode != "train":
+      return transforms.inference_pipeline(dataset, self._batching(self._longest), **common)
+    buffer = None
+    if p["shuffle"]:
+      size = self.get_size_in_samples()
+      buffer = max(1, size if p["shuffle_buffer_size"] < 1 else p["shuffle_buffer_size"])
+    return transforms.training_pipeline(dataset, self._batching(self._longest),
+                                        shuffle_buffer_size=buffer, repeat=p["repeat"],
+                                        **common)
+
+  def batches_per_epoch(self) -> int:
+    """Batches of one pass over this worker's shard, from the pipeline's bucket sizes."""
+    return self._batching(self._longest).count_batches(self._lengths[self._kept])
+
+  @property
+  def throughput_unit(self) -> str:
+    return "tokens"
+
+  def count_units(self, batch: dict) -> tf.Tensor:
+    """Real (non-padding) source + target tokens of a batch, EOS (and <S>) included."""
+    total = tf.reduce_sum(tf.cast(batch["source_tensors"][1], tf.int64))
+    if "target_tensors" in batch:
+      total += tf.reduce_sum(tf.cast(batch["target_tensors"][1], tf.int64))
+    return total
 
   def dataset_from_inputs(self, inputs: Iterable[str]) -> tf.data.Dataset:
     """Batches of tokenized raw source strings (ids 0..n-1 in input order), no targets."""
@@ -322,4 +315,6 @@ class ParallelTextDataLayer(DataLayer):
     if not token_lists:
       raise DataError("interactive input is empty; give at least one sentence")
     source = self._encode(token_lists, self.src_seq2idx, True)
-    return self._batch(self._examples(source, None), int(source.lengths.max()))
+    return transforms.inference_pipeline(
+        self._examples(source, None), self._batching(int(source.lengths.max())),
+        prefetch_buffer_size=self.params["prefetch_buffer_size"])

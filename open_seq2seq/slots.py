@@ -1,0 +1,256 @@
+"""One table of pluggable slots: the config keys that name a part and the keys that configure it.
+
+A slot pairs a choice key (``encoder``) with its params key (``encoder_params``) and says
+where the chosen part's declarations come from: a component's ``PARAMS``, the optimizer's
+signature, a policy's signature and docstring, the loss scaler's ``PARAMS`` ... The same
+table :data:`SLOTS` drives
+
+* validation: :func:`validate_slots`, called once by ``config.resolve_config`` before
+  anything is built;
+* command-line overrides (``--encoder_params/num_layers=2``): :func:`chosen_declarations`;
+* ``run.py --help_params``: :func:`help_params`;
+* the generated ``docs/config_reference.md`` (``open_seq2seq.utils.reference``), which lists
+  each slot's documented choices (:attr:`Slot.catalog`).
+
+Adding a slot means adding a row here (and declaring its two keys on the model).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import inspect
+from typing import Any, Callable, Mapping
+
+from open_seq2seq.errors import ConfigError
+from open_seq2seq.utils.params import Configurable, Param, format_params_table, validate_params
+
+Declarations = dict[str, Param]
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+  """A documented choice of a slot: a reference section titled ``title``."""
+
+  title: str
+  value: Any
+  doc: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Slot:
+  """One pluggable part of a model.
+
+  Attributes:
+    name: the config key naming the part, e.g. ``"encoder"``.
+    params_key: the config key of its parameters, e.g. ``"encoder_params"``.
+    title: heading of the slot's section in the reference.
+    declarations: ``declarations(choice)``: the keys ``choice`` takes, or None when it
+      declares none (a user's plain function): its params are then not checked.
+    catalog: the documented choices, for the reference.
+    partial: the params are keyword arguments that may be completed later (the trainer
+      fills ``lr_policy_params/decay_steps``): unknown keys and types are checked, missing
+      keys are not, and no defaults are added.
+    validator: ``validator(choice, params) -> params`` replacing the generic check, for
+      slots with rules of their own (TF 1 spellings of optimizer keys, scaler ranges).
+    note: one paragraph shown above the slot's tables.
+  """
+
+  name: str
+  params_key: str
+  title: str
+  declarations: Callable[[Any], Declarations | None]
+  catalog: Callable[[], list[Choice]]
+  partial: bool = False
+  validator: Callable[[Any, Mapping | None], dict] | None = None
+  note: str = ""
+
+  def owner(self, choice: Any) -> str:
+    """How error messages and help name ``choice``."""
+    if isinstance(choice, str):
+      return choice
+    return getattr(choice, "__name__", type(choice).__name__)
+
+  def validate(self, choice: Any, params: Mapping | None) -> dict:
+    """``params`` checked against ``choice`` (defaults filled in unless :attr:`partial`).
+
+    Raises:
+      ConfigError: naming ``params_key/...``; also when params are given but no part is
+        chosen to take them.
+    """
+    if choice is None:
+      if params:
+        raise ConfigError(f"{self.params_key}: given, but {self.name} is None; set "
+                          f"{self.name} or remove {self.params_key}")
+      return dict(params or {})
+    if self.validator is not None:
+      return self.validator(choice, params)
+    declared = self.declarations(choice)
+    if declared is None:
+      return dict(params or {})
+    return validate_params(params, declared, self.params_key, self.owner(choice),
+                           partial=self.partial)
+
+
+# ----------------------------------------------------------------------------- declarations
+def _component_declarations(klass: Any) -> Declarations | None:
+  return klass.declared_params() if hasattr(klass, "declared_params") else None
+
+
+def _optimizer_declarations(optimizer: Any) -> Declarations:
+  from open_seq2seq.optimizers import optimizer_declarations
+  return optimizer_declarations(optimizer)
+
+
+def _validate_optimizer(optimizer: Any, params: Mapping | None) -> dict:
+  from open_seq2seq.optimizers import validate_optimizer_params
+  return validate_optimizer_params(optimizer, params, "optimizer_params")
+
+
+def _lr_policy_declarations(policy: Any) -> Declarations | None:
+  from open_seq2seq.optimizers import policy_declarations
+  return policy_declarations(policy) if callable(policy) else None
+
+
+def _regularizer_declarations(regularizer: Any) -> Declarations | None:
+  from open_seq2seq.optimizers import regularizer_declarations
+  return regularizer_declarations(regularizer) if callable(regularizer) else None
+
+
+def _loss_scaling_declarations(loss_scaling: Any) -> Declarations | None:
+  from open_seq2seq.training.loss_scaling import loss_scaling_declarations
+  return loss_scaling_declarations(loss_scaling)
+
+
+def _validate_loss_scaling(loss_scaling: Any, params: Mapping | None) -> dict:
+  from open_seq2seq.training.loss_scaling import validate_loss_scaling_params
+  return validate_loss_scaling_params(loss_scaling, params)
+
+
+# ----------------------------------------------------------------------------- catalogs
+def first_doc_line(obj: Any) -> str:
+  """The first line of `obj`'s docstring, with Markdown backticks."""
+  return (inspect.getdoc(obj) or "").split("\n")[0].replace("``", "`")
+
+
+def package_choices(package: str) -> list[Choice]:
+  """The public Configurable classes of ``open_seq2seq.<package>`` (its ``__all__``)."""
+  module = importlib.import_module(f"open_seq2seq.{package}")
+  choices = []
+  for name in getattr(module, "__all__", []):
+    obj = getattr(module, name)
+    if inspect.isclass(obj) and issubclass(obj, Configurable):
+      choices.append(Choice(f"{obj.__module__}.{obj.__name__}", obj, first_doc_line(obj)))
+  return choices
+
+
+def _optimizer_choices() -> list[Choice]:
+  from open_seq2seq.optimizers import OPTIMIZERS, SUMMARIES
+  return [Choice(name, name, SUMMARIES[name]) for name in OPTIMIZERS]
+
+
+def _lr_policy_choices() -> list[Choice]:
+  from open_seq2seq.optimizers import POLICIES
+  return [Choice(name, policy, first_doc_line(policy)) for name, policy in POLICIES.items()]
+
+
+def _regularizer_choices() -> list[Choice]:
+  from open_seq2seq.optimizers import REGULARIZERS
+  return [Choice(f"keras.regularizers.{r.__name__}", r, first_doc_line(r))
+          for r in REGULARIZERS]
+
+
+def _loss_scaling_choices() -> list[Choice]:
+  from open_seq2seq.training.loss_scaling import ALGORITHMS, LossScaler
+  choices = [Choice("<number>", 1.0, first_doc_line(LossScaler))]
+  for scaler in ALGORITHMS.values():
+    name = scaler.__name__[:-len("Scaler")]
+    choices.append(Choice(name, name, first_doc_line(scaler)))
+  return choices
+
+
+# ----------------------------------------------------------------------------- the table
+def _component(name: str, title: str, package: str) -> Slot:
+  return Slot(name, f"{name}_params", title, _component_declarations,
+              functools.partial(package_choices, package))
+
+
+SLOTS: tuple[Slot, ...] = (
+    _component("data_layer", "Data layers", "data"),
+    _component("encoder", "Encoders", "encoders"),
+    _component("decoder", "Decoders", "decoders"),
+    _component("loss", "Losses", "losses"),
+    Slot("optimizer", "optimizer_params", "Optimizers", _optimizer_declarations,
+         _optimizer_choices, validator=_validate_optimizer,
+         note="Names are case-insensitive; an optimizer class works too. TF 1 spellings "
+              "(`beta1`, `use_nesterov`, RMSProp's `decay`) and Keras ones are both accepted; "
+              "with an `lr_policy`, `learning_rate` belongs in `lr_policy_params`. Gradient "
+              "clipping, accumulation and loss scaling are top-level keys."),
+    Slot("lr_policy", "lr_policy_params", "Learning-rate policies", _lr_policy_declarations,
+         _lr_policy_choices, partial=True,
+         note="`decay_steps` defaults to the run's length and `steps_per_epoch` is filled in "
+              "for runs measured in epochs; other required keys must be given. `lr_policy` may "
+              "also be your own function `f(global_step, ...)`."),
+    Slot("regularizer", "regularizer_params", "Regularizers", _regularizer_declarations,
+         _regularizer_choices, partial=True,
+         note="Any Keras regularizer class, instance or factory; applied to kernels and "
+              "embeddings (not to biases or normalization parameters)."),
+    Slot("loss_scaling", "loss_scaling_params", "Loss scaling", _loss_scaling_declarations,
+         _loss_scaling_choices, validator=_validate_loss_scaling,
+         note="`loss_scaling` is a number (a static scale), `'Backoff'` or `'LogMax'` (any "
+              "case); only the automatic scalers take `loss_scaling_params`."),
+)
+
+
+def slot_of(params_key: str) -> Slot | None:
+  """The slot whose params key is ``params_key`` (``"encoder_params"``), if any."""
+  return next((slot for slot in SLOTS if slot.params_key == params_key), None)
+
+
+def chosen_declarations(slot: Slot, config: Mapping) -> tuple[Declarations | None, str]:
+  """``(declarations, owner)`` of the part ``config`` chooses for ``slot``.
+
+  ``(None, "")`` when nothing is chosen yet (an override may set the choice later; the
+  config is validated after every override).
+  """
+  choice = config.get(slot.name)
+  if choice is None:
+    return None, ""
+  return slot.declarations(choice), slot.owner(choice)
+
+
+def validate_slots(params: Mapping[str, Any]) -> dict:
+  """``params`` with every slot's params validated against the part the config chooses.
+
+  Args:
+    params: a config whose top-level keys the model class has validated.
+
+  Raises:
+    ConfigError: naming the full key path of the first problem.
+  """
+  result = dict(params)
+  for slot in SLOTS:
+    if slot.name in result or slot.params_key in result:
+      result[slot.params_key] = slot.validate(result.get(slot.name),
+                                              result.get(slot.params_key))
+  return result
+
+
+def help_params(base_model: type, config: Mapping[str, Any]) -> str:
+  """Markdown tables of the keys of ``base_model`` and of every part ``config`` chooses."""
+  sections = [f"## {base_model.__name__} (top-level keys)\n",
+              format_params_table(base_model.declared_params())]
+  for slot in SLOTS:
+    declared, owner = chosen_declarations(slot, config)
+    if declared is None:
+      continue
+    sections.append(f"\n## {slot.params_key}: {owner}\n")
+    if slot.note:
+      sections.append(slot.note + "\n")
+    sections.append(format_params_table(declared))
+  return "\n".join(sections)
+
+
+__all__ = ["Choice", "Slot", "SLOTS", "slot_of", "chosen_declarations", "validate_slots",
+           "help_params", "package_choices", "first_doc_line"]

@@ -1,0 +1,68 @@
+"""Throughput statistics and the chief-aware step reporter."""
+
+import json
+import os
+
+import pytest
+
+from open_seq2seq.outputs import TextSample
+from open_seq2seq.training import reporting
+from open_seq2seq.training.reporting import Reporter, StepStats, Summaries
+
+
+def params(**kw):
+  base = {"save_summaries_steps": 2, "print_loss_steps": 2, "print_samples_steps": 4,
+          "summaries": ["learning_rate", "loss_scale"]}
+  base.update(kw)
+  return base
+
+
+VALUES = {"loss": 1.5, "learning_rate": 0.1, "loss_scale": 1.0, "units": 10, "skipped": 0}
+
+
+def test_step_stats_scale_units_and_skip_warmup(monkeypatch):
+  stats = StepStats("s of audio", unit_scale=0.01)  # 10 ms frames
+  for seconds in (5.0, 1.0, 1.0, 2.0):
+    stats.add(seconds, 400)  # 400 frames = 4 s of audio
+  figures = stats.benchmark(warmup=1)
+  assert figures["steps_measured"] == 3 and figures["unit"] == "s of audio"
+  assert figures["median_step_time"] == pytest.approx(1.0)
+  assert figures["units_per_s"] == pytest.approx(4.0)
+  clock = iter([100.0, 104.0])
+  monkeypatch.setattr(reporting.time, "time", lambda: next(clock))
+  stats.reset_window()
+  stats.add(1.0, 200)
+  stats.add(1.0, 200)
+  assert stats.window() == pytest.approx((2.0, 1.0))  # 4 s of audio in 4 s
+
+
+def test_chief_reports_scalars_lines_and_samples(tmp_path, capsys):
+  stats = StepStats("tokens")
+  reporter = Reporter(params(), Summaries(str(tmp_path)), stats, is_chief=True,
+                      steps_per_epoch=8, has_loss_scale=False)
+  calls = []
+
+  def samples():
+    calls.append(1)
+    return ["Prediction[0]: x"], [TextSample("prediction", "x")]
+
+  for step in (1, 2, 3, 4):
+    stats.add(0.5, 10)
+    reporter.step(step, VALUES, samples)
+  out = capsys.readouterr().out
+  assert out.count("| loss 1.5000 |") == 2 and "epoch   0.50" in out and "tokens/s" in out
+  assert calls == [1] and "Prediction[0]: x" in out
+  with open(os.path.join(tmp_path, "metrics.jsonl"), encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+  # loss_scale is left out without a loss scaler
+  assert records == [{"step": 2, "train/loss": 1.5, "train/learning_rate": 0.1},
+                     {"step": 4, "train/loss": 1.5, "train/learning_rate": 0.1}]
+
+
+def test_other_workers_stay_quiet(tmp_path, capsys):
+  reporter = Reporter(params(), Summaries(None), StepStats(), is_chief=False,
+                      steps_per_epoch=8, has_loss_scale=True)
+  for step in range(1, 5):
+    reporter.step(step, VALUES, lambda: (_ for _ in ()).throw(AssertionError("sampled")))
+  reporter.log("hello")
+  assert capsys.readouterr().out == ""
