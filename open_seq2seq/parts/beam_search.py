@@ -72,6 +72,39 @@ def _decode_lengths(decode_length: Any, batch_size: tf.Tensor) -> tf.Tensor:
   return tf.broadcast_to(decode_length, [batch_size])
 
 
+def _gather_beams(tensor: tf.Tensor, beam_indices: tf.Tensor) -> tf.Tensor:
+  return tf.gather(tensor, beam_indices, batch_dims=1)
+
+
+def _best_alive(alive_seq: tf.Tensor, candidates: tf.Tensor, ends: tf.Tensor, k: int) -> tuple:
+  """The best ``k`` extensions that do not finish: (sequences, log-probs, parent beams)."""
+  batch_size, vocab = tf.shape(candidates)[0], tf.shape(candidates)[2]
+  alive_candidates = tf.reshape(tf.where(ends, _NEG_INF, candidates), [batch_size, -1])
+  log_probs, flat_index = tf.math.top_k(alive_candidates, k)
+  beam_index, token = flat_index // vocab, flat_index % vocab
+  sequences = tf.concat([_gather_beams(alive_seq, beam_index), token[:, :, None]], 2)
+  return sequences, log_probs, beam_index
+
+
+def _merge_finished(alive_seq: tf.Tensor, candidates: tf.Tensor, ends: tf.Tensor,
+                    finished: tuple, i: tf.Tensor, alpha: Any, pad_id: int) -> tuple:
+  """The best ``k`` of the kept finished hypotheses and this step's finishing extensions,
+  by length-penalised score: (sequences, scores, lengths)."""
+  finished_seq, finished_scores, finished_lengths = finished
+  batch_size, k, vocab = tf.shape(candidates)[0], finished_scores.shape[1], tf.shape(candidates)[2]
+  finishing = tf.reshape(tf.where(ends, candidates, _NEG_INF), [batch_size, -1])
+  fin_log_probs, fin_index = tf.math.top_k(finishing, k)
+  fin_seq = tf.concat([_gather_beams(alive_seq, fin_index // vocab),
+                       (fin_index % vocab)[:, :, None]], 2)
+  fin_scores = fin_log_probs / length_penalty(i + 1, alpha)
+  old_seq = tf.pad(finished_seq, [[0, 0], [0, 0], [0, 1]], constant_values=pad_id)
+  all_seq = tf.concat([old_seq, fin_seq], 1)  # [B, 2K, i + 2]
+  all_scores = tf.concat([finished_scores, fin_scores], 1)
+  all_lengths = tf.concat([finished_lengths, tf.fill(tf.shape(fin_scores), i + 1)], 1)
+  scores, keep = tf.math.top_k(all_scores, k)
+  return _gather_beams(all_seq, keep), scores, _gather_beams(all_lengths, keep)
+
+
 def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size: int,
                 decode_length: Any, vocab_size: int | None, alpha: float, eos_id: int,
                 states: Any = None, pad_id: int = 0) -> DecodeResult:
@@ -116,9 +149,6 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
   finished_scores = tf.fill([batch_size, k], _NEG_INF)
   finished_lengths = tf.zeros([batch_size, k], tf.int32)
 
-  def gather_beams(tensor, beam_indices):
-    return tf.gather(tensor, beam_indices, batch_dims=1)
-
   def body(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_lengths,
            states):
     flat_ids = tf.reshape(alive_seq[:, :, -1], [-1])
@@ -130,30 +160,12 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
     is_eos = tf.equal(tf.range(vocab), eos_id)[None, None, :]
     at_limit = tf.greater_equal(i + 1, max_lengths)[:, None, None]
     ends = tf.logical_or(is_eos, at_limit)  # [B, 1|K, V] extensions that finish
-
-    # Alive: best K extensions that do not finish.
-    alive_candidates = tf.reshape(tf.where(ends, _NEG_INF, candidates), [batch_size, -1])
-    new_alive_log_probs, flat_index = tf.math.top_k(alive_candidates, k)
-    beam_index, token = flat_index // vocab, flat_index % vocab
-    new_alive_seq = tf.concat([gather_beams(alive_seq, beam_index), token[:, :, None]], 2)
+    new_alive_seq, new_alive_log_probs, beam_index = _best_alive(alive_seq, candidates, ends, k)
     flat_beam_index = tf.reshape(beam_index + batch_offsets, [-1])
     new_states = tf.nest.map_structure(lambda s: tf.gather(s, flat_beam_index), new_states)
-
-    # Finished: merge the best K finishing extensions with the K kept so far.
-    finishing = tf.reshape(tf.where(ends, candidates, _NEG_INF), [batch_size, -1])
-    fin_log_probs, fin_index = tf.math.top_k(finishing, k)
-    fin_seq = tf.concat([gather_beams(alive_seq, fin_index // vocab),
-                         (fin_index % vocab)[:, :, None]], 2)
-    fin_scores = fin_log_probs / length_penalty(i + 1, alpha)
-    old_seq = tf.pad(finished_seq, [[0, 0], [0, 0], [0, 1]], constant_values=pad_id)
-    all_seq = tf.concat([old_seq, fin_seq], 1)  # [B, 2K, i + 2]
-    all_scores = tf.concat([finished_scores, fin_scores], 1)
-    all_lengths = tf.concat([finished_lengths, tf.fill(tf.shape(fin_scores), i + 1)], 1)
-    finished_scores, keep = tf.math.top_k(all_scores, k)
-    finished_seq = gather_beams(all_seq, keep)
-    finished_lengths = gather_beams(all_lengths, keep)
-    return (i + 1, new_alive_seq, new_alive_log_probs, finished_seq, finished_scores,
-            finished_lengths, new_states)
+    finished = _merge_finished(alive_seq, candidates, ends, (finished_seq, finished_scores,
+                                                            finished_lengths), i, alpha, pad_id)
+    return (i + 1, new_alive_seq, new_alive_log_probs) + finished + (new_states,)
 
   def cond(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_lengths,
            states):
