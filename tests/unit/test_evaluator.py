@@ -1,0 +1,110 @@
+"""The Evaluator (passes, empty shards, best checkpoints, inference outputs) and the
+Trainer's use of the data layer's batching facts, on a tiny toy Transformer."""
+
+import os
+
+import pytest
+
+from open_seq2seq.config import load_config
+from open_seq2seq.distributed.backend import Backend
+from open_seq2seq.outputs import OutputSink
+from open_seq2seq.training.checkpoints import CheckpointStore, model_checkpoint_object
+from open_seq2seq.training.evaluator import Evaluator
+from open_seq2seq.training.trainer import Trainer
+from tests.helpers import toy
+
+
+class _Worker(Backend):
+  """One worker of a two-process job, without the second process: gathering returns this
+  worker's own objects (what a real gather would add from the other one is not needed)."""
+
+  num_workers = 2
+
+  def __init__(self, index):
+    super().__init__()
+    self.index = index
+
+  @property
+  def worker_index(self):
+    return self.index
+
+
+@pytest.fixture(scope="module")
+def toy_data(tmp_path_factory):
+  directory = str(tmp_path_factory.mktemp("toy"))
+  toy.make_toy_data(directory, train=64, dev=1, test=5)  # ONE eval line for two workers
+  return directory
+
+
+def build(toy_data, mode, split, *extra):
+  overrides = (toy.data_overrides(toy_data) + toy.split_overrides(toy_data, split) +
+               toy.TINY_MODEL + ["--batch_size_per_gpu=4", *extra])
+  base_model, configs = load_config(toy.TOY_CONFIG, mode, overrides)
+  return base_model(configs[mode], mode)
+
+
+def test_a_worker_whose_eval_shard_is_empty_builds_and_evaluates_nothing(toy_data):
+  model = build(toy_data, "eval", "dev")
+  assert model.data_layer.get_size_in_samples() == 1
+  second = Evaluator(model, _Worker(1))
+  infer_results, eval_results, loss_sum, weight = second.run_pass(model.data_layer, "eval")
+  assert model.variables  # built on the padding batch
+  assert (infer_results, eval_results, loss_sum, weight) == ([], [], 0.0, 0.0)
+  first = Evaluator(model, _Worker(0))
+  _, eval_results, _, weight = first.run_pass(model.data_layer, "eval")
+  assert [i for i, _ in eval_results] == [0] and weight > 0
+
+
+def test_infer_outputs_come_back_in_input_order(toy_data, tmp_path):
+  model = build(toy_data, "infer", "test", "--batch_size_per_gpu=2")
+  evaluator = Evaluator(model, Backend())
+  outputs, metrics = evaluator.infer(model.data_layer)
+  assert "BLEU" in metrics  # the infer layer was given the test targets
+  path = str(tmp_path / "pred.txt")
+  [(written, count)] = OutputSink(path).write(outputs)
+  assert written == path and count == 5
+  with open(path, encoding="utf-8") as f:
+    lines = f.read().splitlines()
+  assert len(lines) == 5
+  # the same as predicting the examples one by one, in file order
+  one_by_one = []
+  for batch in model.data_layer.build_dataset().unbatch().batch(1):
+    one_by_one += model.interactive_lines(*_numpy(batch, evaluator))
+  assert lines == one_by_one
+
+
+def _numpy(batch, evaluator):
+  from open_seq2seq.training.evaluator import to_numpy
+  return to_numpy(batch), evaluator.predict(batch)
+
+
+def test_best_checkpoint_follows_the_model_metric(toy_data, tmp_path):
+  model = build(toy_data, "eval", "dev")
+  evaluator = Evaluator(model, Backend())
+  evaluator.run_pass(model.data_layer, "eval")  # creates the variables
+  store = CheckpointStore(str(tmp_path), {"model": model_checkpoint_object(model.named_layers)})
+  evaluator.store = store
+  assert model.best_metric == ("BLEU", True)
+  evaluator._keep_if_best({"BLEU": 10.0}, step=5)
+  evaluator._keep_if_best({"BLEU": 3.0}, step=6)  # worse: kept out
+  evaluator._keep_if_best({"loss": 0.1}, step=7)  # not the model's metric: ignored
+  assert store.best_info() == {"metric": "BLEU", "value": 10.0, "step": 5}
+  assert os.path.exists(os.path.join(str(tmp_path), "best_models", "ckpt-5.index"))
+
+
+@pytest.mark.parametrize("extra,iter_size", [
+    ([], 1),
+    (["--iter_size=2"], 2),
+    (["--data_layer_params/batching=tokens", "--batch_size_per_gpu=64"], 1),
+])
+def test_steps_per_epoch_come_from_the_data_layer(toy_data, extra, iter_size):
+  model = build(toy_data, "train", "train", "--max_steps=None", "--num_epochs=2",
+                "--data_layer_params/repeat=False", *extra)
+  trainer = Trainer(model, Backend(), logdir="/nonexistent")
+  batches = model.data_layer.batches_per_epoch()
+  assert batches == sum(1 for _ in model.data_layer.build_dataset())  # one pass, exactly
+  assert trainer.steps_per_epoch == max(1, batches // iter_size)
+  assert trainer.max_steps == 2 * trainer.steps_per_epoch
+  if "--data_layer_params/batching=tokens" in extra:
+    # 64 tokens per batch: many more batches than 64 sentences / 4 per batch
+    assert batches > 64 // 4
