@@ -65,7 +65,8 @@ class Model(Configurable):
       "loss_params": Param(dict, {}, "Parameters of the loss."),
       # --- devices and batches
       "use_horovod": Param(bool, False, "Use Horovod for data parallelism across processes."),
-      "num_gpus": Param(int, 1, "Number of local devices (towers) to train on."),
+      "num_gpus": Param(int, 1, "Number of local devices (towers) to train on (ignored with "
+                        "use_horovod: one device per process, as in OpenSeq2Seq)."),
       "gpu_ids": Param((list, None), None, "Explicit local device ids (instead of num_gpus)."),
       "batch_size_per_gpu": Param(int, doc="Examples per device per step."),
       "eval_batch_size_per_gpu": Param((int, None), None,
