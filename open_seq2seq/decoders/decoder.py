@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from open_seq2seq.utils.component import LayerComponent
 
 
@@ -21,7 +19,4 @@ class Decoder(LayerComponent):
   """
 
   PARAMS_KEY = "decoder_params"
-
-  def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str = "decoder",
-               dtype: Any = "float32"):
-    super().__init__(params, mode=mode, name=name, dtype=dtype)
+  DEFAULT_NAME = "decoder"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from open_seq2seq.utils.component import LayerComponent
 
 
@@ -20,7 +18,4 @@ class Encoder(LayerComponent):
   """
 
   PARAMS_KEY = "encoder_params"
-
-  def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str = "encoder",
-               dtype: Any = "float32"):
-    super().__init__(params, mode=mode, name=name, dtype=dtype)
+  DEFAULT_NAME = "encoder"

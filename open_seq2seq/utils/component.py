@@ -55,18 +55,20 @@ class LayerComponent(Configurable, keras.layers.Layer):
 
   #: Config key of this component's params: the prefix of its error messages.
   PARAMS_KEY = "params"
+  #: The layer's name when the constructor is given none.
+  DEFAULT_NAME = "component"
 
   PARAMS = {
       "dtype": Param(AnyType, None,
                      "Overrides the model's dtype for this component (None: the model's)."),
   }
 
-  def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str = "component",
+  def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str | None = None,
                dtype: Any = "float32"):
     self.params = self.validate_params(params, prefix=self.PARAMS_KEY)
     self.mode = mode
     keras.layers.Layer.__init__(
-        self, name=name, dtype=dtype_policy(self.params["dtype"] or dtype))
+        self, name=name or self.DEFAULT_NAME, dtype=dtype_policy(self.params["dtype"] or dtype))
 
   def call(self, input_dict: dict, training: bool | None = None) -> dict:
     raise NotImplementedError

@@ -10,7 +10,7 @@ import tarfile
 import numpy as np
 import pytest
 
-from tests.helpers.speech import (POCKETSPHINX_DIR, ROOT, build_model, load_script, speech_config,
+from tests.helpers.speech import (POCKETSPHINX_DIR, build_model, load_script, speech_config,
                                   to_numpy, tone)
 
 

@@ -6,7 +6,6 @@ known exactly: dL/dW = k * x per example. The Transformer tests build the toy co
 """
 
 import math
-import os
 
 import keras
 import numpy as np

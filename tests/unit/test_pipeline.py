@@ -8,24 +8,7 @@ from open_seq2seq.data import transforms
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.utils.params import Param
-
-
-def examples(lengths, with_target=True):
-  """Dict elements with ``source`` of ``lengths`` (ids 4..) and a target one id longer."""
-  def gen():
-    for i, n in enumerate(lengths):
-      element = {"source": np.arange(4, 4 + n, dtype=np.int32), "source_length": np.int32(n),
-                 "id": np.int64(i)}
-      if with_target:
-        element["target"] = np.full(n + 1, 5, np.int32)
-        element["target_length"] = np.int32(n + 1)
-      yield element
-  spec = {"source": tf.TensorSpec([None], tf.int32), "source_length": tf.TensorSpec([], tf.int32),
-          "id": tf.TensorSpec([], tf.int64)}
-  if with_target:
-    spec.update(target=tf.TensorSpec([None], tf.int32),
-                target_length=tf.TensorSpec([], tf.int32))
-  return tf.data.Dataset.from_generator(gen, output_signature=spec)
+from tests.helpers.text import length_dataset
 
 
 LENGTHS = [int(n) for n in np.random.default_rng(3).integers(1, 30, size=41)]
@@ -34,7 +17,7 @@ LENGTHS = [int(n) for n in np.random.default_rng(3).integers(1, 30, size=41)]
 def test_training_pipeline_composes_every_step():
   batching = transforms.Batching(4, pad_multiple=8)
   dataset = transforms.training_pipeline(
-      examples(LENGTHS), batching, num_shards=2, shard_index=1, max_length=20,
+      length_dataset(LENGTHS), batching, num_shards=2, shard_index=1, max_length=20,
       shuffle_buffer_size=100, seed=3, repeat=True)
   kept = [i for i, n in enumerate(LENGTHS) if i % 2 == 1 and n + 1 <= 20]
   batches = list(dataset.take(3 * len(kept)))
@@ -49,7 +32,7 @@ def test_training_pipeline_composes_every_step():
     assert x.shape[0] <= 4 and x.shape[1] % 8 == 0 and y.shape[1] % 8 == 0
     np.testing.assert_array_equal(x[0, :x_len[0]], np.arange(4, 4 + int(x_len[0])))
   again = transforms.training_pipeline(
-      examples(LENGTHS), batching, num_shards=2, shard_index=1, max_length=20,
+      length_dataset(LENGTHS), batching, num_shards=2, shard_index=1, max_length=20,
       shuffle_buffer_size=100, seed=3)
   assert [int(i) for b in again.take(len(batches)) for i in b["id"].numpy()] == ids
 
@@ -62,7 +45,7 @@ def test_process_runs_after_shuffle_and_repeat():
     return dataset.enumerate().map(lambda i, e: dict(e, position=i))
 
   dataset = transforms.training_pipeline(
-      examples(LENGTHS[:10]), transforms.Batching(10), shuffle_buffer_size=10, seed=1,
+      length_dataset(LENGTHS[:10]), transforms.Batching(10), shuffle_buffer_size=10, seed=1,
       process_fn=process, map_fn=None)
   for batch in dataset.take(2):
     seen_positions.append(batch["position"].numpy().tolist())
@@ -72,12 +55,12 @@ def test_process_runs_after_shuffle_and_repeat():
 
 def test_inference_pipeline_is_one_deterministic_pass():
   batching = transforms.Batching(5, boundaries=tuple(transforms.bucket_boundaries(30, 8)))
-  dataset = transforms.inference_pipeline(examples(LENGTHS), batching, num_shards=3,
+  dataset = transforms.inference_pipeline(length_dataset(LENGTHS), batching, num_shards=3,
                                           shard_index=0, max_length=25)
   ids = [int(i) for b in dataset for i in b["id"].numpy()]
   assert sorted(ids) == [i for i, n in enumerate(LENGTHS) if i % 3 == 0 and n + 1 <= 25]
   assert [int(i) for b in dataset for i in b["id"].numpy()] == ids
-  plain = transforms.inference_pipeline(examples(LENGTHS, with_target=False),
+  plain = transforms.inference_pipeline(length_dataset(LENGTHS, with_target=False),
                                         transforms.Batching(7))
   batches = list(plain)
   assert [int(i) for b in batches for i in b["id"].numpy()] == list(range(len(LENGTHS)))
@@ -93,7 +76,7 @@ def test_count_batches_matches_the_batched_dataset(by_tokens, width, pad_multipl
   batching = transforms.Batching(
       batch_size, by_tokens, tuple(transforms.bucket_boundaries(longest, width)) if width
       else (), longest, pad_multiple, batch_multiple=pad_multiple)
-  counted = sum(1 for _ in batching.batch(examples(lengths)))
+  counted = sum(1 for _ in batching.batch(length_dataset(lengths)))
   assert batching.count_batches([n + 1 for n in lengths]) == counted
   assert batching.count_batches([]) == 0
 

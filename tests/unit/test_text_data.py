@@ -10,6 +10,7 @@ from open_seq2seq.data import transforms
 from open_seq2seq.data.text2text.text2text import ParallelTextDataLayer, SpecialTextTokens
 from open_seq2seq.data.text2text.vocab import load_vocab, pad_vocab_to_eight
 from open_seq2seq.errors import ConfigError, DataError
+from tests.helpers.text import length_dataset
 
 PAD, UNK, S, EOS = 0, 1, 2, 3
 VOCAB = ["a", "b", "c", "d", "e"]  # ids 4..8
@@ -116,23 +117,6 @@ def test_layer_describes_vocabulary_without_writing_params(corpus):
 
 
 # ------------------------------------------------------------------- transforms
-def toy_dataset(lengths, with_target=True):
-  def gen():
-    for i, n in enumerate(lengths):
-      element = {"source": np.arange(4, 4 + n, dtype=np.int32), "source_length": np.int32(n),
-                 "id": np.int64(i)}
-      if with_target:
-        element["target"] = np.full(n + 1, 5, np.int32)
-        element["target_length"] = np.int32(n + 1)
-      yield element
-  spec = {"source": tf.TensorSpec([None], tf.int32), "source_length": tf.TensorSpec([], tf.int32),
-          "id": tf.TensorSpec([], tf.int64)}
-  if with_target:
-    spec.update(target=tf.TensorSpec([None], tf.int32),
-                target_length=tf.TensorSpec([], tf.int32))
-  return tf.data.Dataset.from_generator(gen, output_signature=spec)
-
-
 def ids_in(dataset):
   found = []
   for batch in dataset:
@@ -142,21 +126,21 @@ def ids_in(dataset):
 
 def test_filter_by_max_length():
   lengths = [3, 9, 5, 10, 2]
-  kept = transforms.filter_by_max_length(toy_dataset(lengths), 6)
+  kept = transforms.filter_by_max_length(length_dataset(lengths), 6)
   # target is one longer: lengths 3, 5, 2 give targets 4, 6, 3
   assert [int(e["id"]) for e in kept] == [0, 2, 4]
-  source_only = transforms.filter_by_max_length(toy_dataset(lengths, False), 9)
+  source_only = transforms.filter_by_max_length(length_dataset(lengths, False), 9)
   assert [int(e["id"]) for e in source_only] == [0, 1, 2, 4]
-  assert transforms.filter_by_max_length(toy_dataset(lengths), None).cardinality() != 0
-  assert len(list(transforms.filter_by_max_length(toy_dataset(lengths), None))) == 5
+  assert transforms.filter_by_max_length(length_dataset(lengths), None).cardinality() != 0
+  assert len(list(transforms.filter_by_max_length(length_dataset(lengths), None))) == 5
 
 
 def test_shard_is_disjoint_and_complete():
-  shards = [[int(e["id"]) for e in transforms.shard(toy_dataset([2] * 11), 2, k)]
+  shards = [[int(e["id"]) for e in transforms.shard(length_dataset([2] * 11), 2, k)]
             for k in range(2)]
   assert shards == [[0, 2, 4, 6, 8, 10], [1, 3, 5, 7, 9]]
   with pytest.raises(ValueError):
-    transforms.shard(toy_dataset([2]), 2, 2)
+    transforms.shard(length_dataset([2]), 2, 2)
 
 
 def test_bucket_boundaries():
@@ -167,7 +151,7 @@ def test_bucket_boundaries():
 
 def test_bucket_batch_keeps_every_example_once():
   lengths = [int(n) for n in np.random.default_rng(1).integers(1, 30, size=57)]
-  batched = transforms.bucket_batch(toy_dataset(lengths), 5,
+  batched = transforms.bucket_batch(length_dataset(lengths), 5,
                                     boundaries=transforms.bucket_boundaries(31, 8))
   seen = []
   for batch in batched:
@@ -182,7 +166,7 @@ def test_bucket_batch_keeps_every_example_once():
 def test_bucket_batch_by_tokens_respects_budget():
   lengths = [int(n) for n in np.random.default_rng(2).integers(1, 40, size=80)]
   budget = 64
-  batched = transforms.bucket_batch(toy_dataset(lengths), budget, by_tokens=True,
+  batched = transforms.bucket_batch(length_dataset(lengths), budget, by_tokens=True,
                                     boundaries=transforms.bucket_boundaries(41, 8),
                                     pad_multiple=8, max_length=41)
   batched = transforms.pad_to_multiple(batched, 8)
@@ -197,11 +181,11 @@ def test_bucket_batch_by_tokens_respects_budget():
   assert sorted(seen) == list(range(80))
   assert max(sizes) > 1  # short sentences share a batch
   with pytest.raises(ValueError, match="max_length"):
-    transforms.bucket_batch(toy_dataset([1]), 8, by_tokens=True)
+    transforms.bucket_batch(length_dataset([1]), 8, by_tokens=True)
 
 
 def test_pad_to_multiple():
-  batch = next(iter(transforms.pad_to_multiple(toy_dataset([3, 9]).padded_batch(2), 8)))
+  batch = next(iter(transforms.pad_to_multiple(length_dataset([3, 9]).padded_batch(2), 8)))
   assert batch["source"].shape == (2, 16) and batch["target"].shape == (2, 16)
   np.testing.assert_array_equal(batch["source"][0, :3], [4, 5, 6])
   assert int(tf.reduce_sum(batch["source"][0, 3:])) == 0
