@@ -113,9 +113,11 @@ class Trainer:
     return None
 
   def _steps_per_epoch(self, layer) -> int:
-    """Updates per pass over this worker's shard: its batches over those one update takes."""
+    """Updates per pass over this worker's shard: its batches over those one update takes,
+    rounded up (as ceil(ceil(n / b) / k) == ceil(n / (b k)), splitting a batch over towers or
+    micro-batches then gives the epoch of one large batch)."""
     per_update = self.backend.num_local_replicas * self.params["iter_size"]
-    return max(1, layer.batches_per_epoch() // per_update)
+    return max(1, -(-layer.batches_per_epoch() // per_update))
 
   # ------------------------------------------------------------------ the loop
   def train(self, train_layer, eval_layer=None, continue_learning: bool = False,
