@@ -106,6 +106,7 @@ def named_variables(layers: dict[str, Any]) -> dict[str, Any]:
     seen.add(id(obj))
     if isinstance(obj, keras.random.SeedGenerator):
       named[f"{prefix}.seed_state"] = obj.state
+      seen.add(id(obj.state))  # not again as "unattributed" under an auto-numbered path
       return
     for var in keras_compat.own_variables(obj):
       if id(var) not in seen:
@@ -113,17 +114,18 @@ def named_variables(layers: dict[str, Any]) -> dict[str, Any]:
         name = var.name.split("/")[-1]
         named[f"{prefix}.{name}" if prefix else name] = var
     for attr, value in keras_compat.attributes(obj):
-      child = f"{prefix}.{attr.lstrip('_')}" if prefix else attr.lstrip("_")
-      if isinstance(value, (keras.layers.Layer, keras.random.SeedGenerator)):
-        visit(value, child)
-      elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-          if isinstance(item, (keras.layers.Layer, keras.random.SeedGenerator)):
-            visit(item, f"{child}.{i}")
-      elif isinstance(value, dict):
-        for key, item in sorted(value.items(), key=lambda kv: str(kv[0])):
-          if isinstance(item, (keras.layers.Layer, keras.random.SeedGenerator)):
-            visit(item, f"{child}.{key}")
+      visit_value(value, f"{prefix}.{attr.lstrip('_')}" if prefix else attr.lstrip("_"))
+
+  def visit_value(value: Any, name: str) -> None:
+    # layers may sit in (nested) lists and dicts, e.g. a TDNN's blocks of layers
+    if isinstance(value, (keras.layers.Layer, keras.random.SeedGenerator)):
+      visit(value, name)
+    elif isinstance(value, (list, tuple)):
+      for i, item in enumerate(value):
+        visit_value(item, f"{name}.{i}")
+    elif isinstance(value, dict):
+      for key, item in sorted(value.items(), key=lambda kv: str(kv[0])):
+        visit_value(item, f"{name}.{key}")
 
   for name, layer in layers.items():
     visit(layer, name)

@@ -44,10 +44,13 @@ class Evaluator:
 
   # ------------------------------------------------------------------ weights
   def ensure_variables(self, batch: dict) -> None:
-    """Creates the model's variables from a local batch if they do not exist yet."""
-    if not self.model.variables:
-      with self.backend.strategy.scope():
-        self.model.create_variables(batch)
+    """Creates the model's variables from a local batch if they do not exist yet.
+
+    (Asking the model, not counting its variables: Keras creates some, such as dropout
+    seed states, before a layer is built.)
+    """
+    with self.backend.strategy.scope():
+      self.model.create_variables(batch)
 
   def restore(self, path: str) -> None:
     """Loads the model weights of checkpoint ``path`` (no optimizer state)."""

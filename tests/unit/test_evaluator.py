@@ -108,3 +108,42 @@ def test_steps_per_epoch_come_from_the_data_layer(toy_data, extra, iter_size):
   if "--data_layer_params/batching=tokens" in extra:
     # 64 tokens per batch: many more batches than 64 sentences / 4 per batch
     assert batches > 64 // 4
+
+
+def _speech_model(directory):
+  from tests.helpers import speech
+  corpus = speech.write_corpus(directory, ["one two", "three"], durations=[0.6, 0.45])
+  # dropout in every block: Keras makes its seed states when the layer is constructed
+  config = speech.speech_config([corpus], encoder_params={**speech.TINY_TDNN,
+                                                          "dropout_keep_prob": 0.8})
+  return speech.build_model(config, "eval")
+
+
+@pytest.mark.parametrize("family", ["text", "speech"])
+def test_restore_for_loads_every_weight_into_a_fresh_model(toy_data, tmp_path, family):
+  """A model built for eval/infer gets all the trained weights: Keras creates some variables
+  (dropout seed states) before a layer is built, so "has variables" is not "is built"."""
+  import numpy as np
+  from open_seq2seq.training.checkpoints import latest_checkpoint, named_variables
+
+  def make():
+    if family == "text":
+      return build(toy_data, "eval", "dev")
+    return _speech_model(str(tmp_path / "corpus"))
+
+  trained = make()
+  trained.create_variables(next(iter(trained.data_layer.build_dataset())))
+  for variable in trained.trainable_variables:
+    variable.assign(variable + 0.5)  # anything a fresh initialisation would not give
+  store = CheckpointStore(str(tmp_path), {"model": model_checkpoint_object(trained.named_layers)})
+  store.save(3)
+  fresh = make()
+  evaluator = Evaluator(fresh, Backend())
+  evaluator.restore_for(fresh.data_layer, latest_checkpoint(str(tmp_path)))
+  assert evaluator.restored_step == 3
+  expected, restored = named_variables(trained.named_layers), named_variables(fresh.named_layers)
+  assert sorted(restored) == sorted(expected) and len(restored) > 10
+  # every variable named by its place in the model, none by an auto-numbered Keras path
+  assert not [name for name in restored if name.startswith("unattributed")]
+  for name, variable in expected.items():
+    np.testing.assert_array_equal(restored[name].numpy(), variable.numpy(), err_msg=name)
