@@ -79,31 +79,49 @@ def _int(env: Mapping[str, str], name: str, default: int | None = None) -> int:
     raise ConfigError(f"environment variable {name}={value!r} is not an integer") from None
 
 
+@dataclasses.dataclass(frozen=True)
+class _Launcher:
+  """The environment variables one kind of launcher sets for each process."""
+
+  source: str
+  rank: str
+  size: str
+  local_rank: str
+  local_size: str
+  job_ids: tuple[str, ...]
+
+
+#: Launchers by the variables they set, in the order they are recognised.
+_LAUNCHERS = (
+    _Launcher("openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+              "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+              ("OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE")),
+    _Launcher("mpich", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
+              ("PMI_KVSNAME",)),
+    _Launcher("horovodrun", "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK",
+              "HOROVOD_LOCAL_SIZE", ("HOROVOD_GLOO_RENDEZVOUS_ADDR",)),
+)
+
+
 def detect(env: Mapping[str, str] | None = None) -> ClusterInfo:
   """The :class:`ClusterInfo` of this process from its environment."""
   env = os.environ if env is None else env
   if env.get("TF_CONFIG"):
     return _from_tf_config(env["TF_CONFIG"])
-  if "OMPI_COMM_WORLD_RANK" in env:
-    size = _int(env, "OMPI_COMM_WORLD_SIZE")
-    source = "launcher" if env.get(LAUNCHER_VAR) else "openmpi"
-    return ClusterInfo(rank=_int(env, "OMPI_COMM_WORLD_RANK"), size=size,
-                       local_rank=_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0),
-                       local_size=_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", size),
-                       source=source,
-                       job_id=env.get("OMPI_MCA_ess_base_jobid") or env.get("PMIX_NAMESPACE"))
-  if "PMI_RANK" in env and "PMI_SIZE" in env:
-    size = _int(env, "PMI_SIZE")
-    return ClusterInfo(rank=_int(env, "PMI_RANK"), size=size,
-                       local_rank=_int(env, "MPI_LOCALRANKID", 0),
-                       local_size=_int(env, "MPI_LOCALNRANKS", size), source="mpich",
-                       job_id=env.get("PMI_KVSNAME"))
-  if "HOROVOD_RANK" in env and "HOROVOD_SIZE" in env:
-    size = _int(env, "HOROVOD_SIZE")
-    return ClusterInfo(rank=_int(env, "HOROVOD_RANK"), size=size,
-                       local_rank=_int(env, "HOROVOD_LOCAL_RANK", 0),
-                       local_size=_int(env, "HOROVOD_LOCAL_SIZE", size), source="horovodrun",
-                       job_id=env.get("HOROVOD_GLOO_RENDEZVOUS_ADDR"))
+  for launcher in _LAUNCHERS:
+    # Open MPI is recognised by its rank alone (a missing size is then an error)
+    required = (launcher.rank,) if launcher.source == "openmpi" else (launcher.rank,
+                                                                       launcher.size)
+    if all(name in env for name in required):
+      size = _int(env, launcher.size)
+      source = launcher.source
+      if source == "openmpi" and env.get(LAUNCHER_VAR):
+        source = "launcher"  # our own launch.py starts ranks with Open MPI's variables
+      job_id = next((env[name] for name in launcher.job_ids if env.get(name)), None)
+      return ClusterInfo(rank=_int(env, launcher.rank), size=size,
+                         local_rank=_int(env, launcher.local_rank, 0),
+                         local_size=_int(env, launcher.local_size, size), source=source,
+                         job_id=job_id)
   return ClusterInfo()
 
 

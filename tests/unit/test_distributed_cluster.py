@@ -40,6 +40,18 @@ def test_mpich_hydra_environment():
       (2, 3, 0, 1, "mpich")
 
 
+def test_horovodrun_environment_and_job_ids():
+  info = cluster.detect({"HOROVOD_RANK": "1", "HOROVOD_SIZE": "2", "HOROVOD_LOCAL_RANK": "1",
+                         "HOROVOD_LOCAL_SIZE": "2", "HOROVOD_GLOO_RENDEZVOUS_ADDR": "10.0.0.1"})
+  assert (info.rank, info.size, info.local_rank, info.local_size, info.source, info.job_id) == \
+      (1, 2, 1, 2, "horovodrun", "10.0.0.1")
+  # Open MPI under PMIx names its job by the namespace when the ess job id is absent
+  env = {k: v for k, v in OPEN_MPI.items() if k != "OMPI_MCA_ess_base_jobid"}
+  assert cluster.detect(dict(env, PMIX_NAMESPACE="ns-7")).job_id == "ns-7"
+  # an MPICH rank without its size is not a job of MPICH's
+  assert cluster.detect({"PMI_RANK": "2"}).source == "single"
+
+
 def test_tf_config_orders_chief_first():
   config = {"cluster": {"chief": ["a:1"], "worker": ["b:2", "a:3"]},
             "task": {"type": "worker", "index": 1}}
