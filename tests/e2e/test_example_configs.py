@@ -54,6 +54,10 @@ DATA: dict[str, Callable[[str], tuple[list[str], int]]] = {
 }
 
 STEPS = 2
+#: Trainable parameters of models whose size was published (OpenSeq2Seq / papers), within
+#: 10 %: read off the trainer's "Training N parameters" line of the run itself.
+PUBLISHED_SIZES = {"jasper10x5_LibriSpeech_nvgrad.py": 333e6,
+                   "quartznet15x5_LibriSpeech.py": 18.9e6}
 #: Infer (a fresh process that restores the checkpoint and traces the model again) runs for
 #: models up to this size. Above it, it costs 15-40 s more per config on 2 cores and runs the
 #: forward pass the train_eval's eval just ran; restore and output are covered by the others.
@@ -155,6 +159,11 @@ def _train_eval_and_infer(path: str, logdir: str, data: list[str], examples: int
   assert (started.group(3), int(started.group(2))) == (backend, replicas)
   assert re.search(rf"eval at step {STEPS}:", result.stdout), _explain(result)
   assert f"Finished training at step {STEPS}" in result.stdout
+  published = PUBLISHED_SIZES.get(os.path.basename(path))
+  if published is not None:
+    trained = int(re.search(r"Training ([\d,]+) parameters", result.stdout).group(1)
+                  .replace(",", ""))
+    assert abs(trained / published - 1) < 0.1, f"{trained:,} parameters, published {published:,.0f}"
   assert os.path.exists(os.path.join(logdir, f"ckpt-{STEPS}.index"))
   notices = [line for line in result.stderr.splitlines() if line.startswith("notice:")]
   notice = ignored_devices_notice(params, 1) if backend == "horovod" else None
