@@ -47,11 +47,9 @@ class SpeechDescription(DataDescription):
     num_audio_features: features per frame.
     tgt_vocab_size: target symbols plus the CTC blank (the last class).
     idx2char, char2idx: the target alphabet (characters or SentencePiece pieces).
-    frame_seconds: seconds of audio per feature frame (the window stride).
   """
 
   num_audio_features: int
   tgt_vocab_size: int
   idx2char: Mapping[int, str]
   char2idx: Mapping[str, int]
-  frame_seconds: float

@@ -84,16 +84,19 @@ def test_exp_decay_staircase_is_flat_between_jumps():
 
 
 # ----------------------------------------------------------------------------- poly / cosine
+def _warmup_then_hold(step, lr, warmup):
+  """Reference lr before decay starts: linear warmup to ``lr``, then ``lr``."""
+  return lr * step / warmup if step < warmup else lr
+
+
 @pytest.mark.parametrize("warmup,begin", [(0, 0), (20, 0), (10, 20), (20, 10)])
 def test_poly_decay(warmup, begin):
   lr, decay_steps, power, min_lr = 0.05, 100, 2.0, 1e-4
   start = max(warmup, begin)
 
   def ref(s):
-    if s < warmup:
-      return lr * s / warmup
     if s < start:
-      return lr
+      return _warmup_then_hold(s, lr, warmup)
     t = min(s - start, decay_steps)
     return (lr - min_lr) * (1 - t / decay_steps) ** power + min_lr
 
@@ -117,10 +120,8 @@ def test_cosine_decay(warmup, begin, min_lr):
   start = max(warmup, begin)
 
   def ref(s):
-    if s < warmup:
-      return lr * s / warmup
     if s < start:
-      return lr
+      return _warmup_then_hold(s, lr, warmup)
     t = min(s - start, decay_steps)
     cosine = 0.5 * (1 + math.cos(math.pi * t / decay_steps))
     return lr * ((1 - min_lr) * cosine + min_lr)  # min_lr is a fraction of lr (TF alpha)

@@ -40,8 +40,7 @@ class SpeechLayer(DataLayer):
   @property
   def description(self) -> SpeechDescription:
     return SpeechDescription(num_audio_features=8, tgt_vocab_size=4, idx2char=self.IDX2CHAR,
-                             char2idx={c: i for i, c in self.IDX2CHAR.items()},
-                             frame_seconds=0.01)
+                             char2idx={c: i for i, c in self.IDX2CHAR.items()})
 
 
 def text_model(mode="train", src=13, tgt=13, decoder_params=None, dtype="float32"):

@@ -29,8 +29,7 @@ from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.data.description import SpeechDescription
 from open_seq2seq.data.speech2text.audio import peak_normalize, read_audio
 from open_seq2seq.data.speech2text.augmentation import (AUGMENTATION, augment_signal,
-                                                        has_signal_augmentation, spec_augment,
-                                                        validate_augmentation)
+                                                        has_signal_augmentation, spec_augment)
 from open_seq2seq.data.speech2text.feature_cache import FeatureCache
 from open_seq2seq.data.speech2text.features import INPUT_TYPES, WINDOWS, FeatureExtractor
 from open_seq2seq.data.speech2text.targets import TargetEncoder
@@ -93,7 +92,8 @@ class Speech2TextDataLayer(DataLayer):
     super().__init__(params, mode, batch_size, num_workers, worker_id, random_seed)
     p = self.params
     self.targets = TargetEncoder(p["vocab_file"], p["bpe"])
-    self.augmentation = validate_augmentation(p["augmentation"]) if mode == "train" else {}
+    # validated (defaults filled, alias resolved) with the params, by the base class
+    self.augmentation = dict(p["augmentation"] or {}) if mode == "train" else {}
     self.extractor = FeatureExtractor(
         p["input_type"], p["num_audio_features"], p["sample_freq"], p["window_size"],
         p["window_stride"], p["window"], p["num_fft"], p["norm_per_feature"])
@@ -126,8 +126,7 @@ class Speech2TextDataLayer(DataLayer):
     p = self.params
     return SpeechDescription(
         num_audio_features=p["num_audio_features"], tgt_vocab_size=self.targets.vocab_size,
-        idx2char=self.targets.idx2char, char2idx=self.targets.char2idx,
-        frame_seconds=p["window_stride"])
+        idx2char=self.targets.idx2char, char2idx=self.targets.char2idx)
 
   # ------------------------------------------------------------------ reading CSVs
   def _read_csvs(self, csv_files: list) -> None:
