@@ -11,8 +11,8 @@ import tensorflow as tf
 from open_seq2seq.decoders.ctc_beam_search import CTCBeamSearchDecoder, load_language_model
 from open_seq2seq.decoders.decoder import Decoder
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.parts.cnns.conv_blocks import make_initializer
 from open_seq2seq.utils.component import resolve_size
+from open_seq2seq.utils.initializers import INITIALIZER_PARAMS
 from open_seq2seq.utils.params import AnyType, Param
 
 
@@ -54,8 +54,7 @@ class FullyConnectedCTCDecoder(Decoder):
   PARAMS = {
       "tgt_vocab_size": Param((int, None), None,
                               "CTC classes incl. blank (default: the data layer's)."),
-      "initializer": Param(AnyType, None, "Kernel initializer (Keras name, class, instance)."),
-      "initializer_params": Param(dict, {}, "Keyword arguments of an initializer class."),
+      **INITIALIZER_PARAMS,
       "use_beam_search": Param(bool, False, "CTC beam search without LM (TF op)."),
       "use_language_model": Param(bool, False, "Beam search fused with the n-gram LM lm_path."),
       "lm_path": Param((str, None), None, "ARPA or KenLM binary language model."),
@@ -73,8 +72,8 @@ class FullyConnectedCTCDecoder(Decoder):
 
   def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
                idx2char: Mapping[int, str] | None = None, mode: str = "train",
-               name: str = "decoder", dtype: Any = "float32"):
-    super().__init__(params, mode=mode, name=name, dtype=dtype)
+               name: str = "decoder", dtype: Any = "float32", initializer: Any = None):
+    super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     p = self.params
     self.vocab_size = resolve_size(p, "tgt_vocab_size", vocab_size, "decoder_params")
     self.idx2char = idx2char
@@ -82,7 +81,7 @@ class FullyConnectedCTCDecoder(Decoder):
       raise ConfigError("decoder_params/lm_path: use_language_model needs an ARPA/KenLM file")
     self.fc = keras.layers.Dense(
         self.vocab_size,
-        kernel_initializer=make_initializer(p["initializer"], p["initializer_params"]),
+        kernel_initializer=self.kernel_initializer(),
         dtype=self.dtype_policy, name="fully_connected")
     self._beam_decoder = None
 

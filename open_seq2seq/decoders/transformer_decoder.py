@@ -20,7 +20,7 @@ from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
                                                   dropout_seed_generator,
                                                   get_decoder_self_attention_bias,
                                                   get_padding_bias, get_position_encoding,
-                                                  normalize_norm_params, resolve_initializer)
+                                                  normalize_norm_params)
 from open_seq2seq.utils import keras_compat
 from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.params import Param
@@ -110,8 +110,8 @@ class TransformerDecoder(Decoder):
 
   def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
                mode: str = "train", name: str = "transformer_decoder",
-               dtype: Any = "float32"):
-    super().__init__(params, mode=mode, name=name, dtype=dtype)
+               dtype: Any = "float32", initializer: Any = None):
+    super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     p = self.params
     check_shared_params(p, "decoder_params")
     for key, minimum in (("num_hidden_layers", 1), ("beam_size", 1),
@@ -125,7 +125,7 @@ class TransformerDecoder(Decoder):
     # Set outside Keras attribute tracking (see reuse_embeddings).
     keras_compat.set_untracked(self, "_shared_embedding", None)
     epsilon = normalize_norm_params(p["norm_params"], "decoder_params")
-    initializer = resolve_initializer(p["initializer"], p["initializer_params"])
+    initializer = self.kernel_initializer()
     policy = self.dtype_policy
     hidden = p["hidden_size"]
 

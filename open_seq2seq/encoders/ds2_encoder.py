@@ -9,8 +9,9 @@ import tensorflow as tf
 
 from open_seq2seq.encoders.encoder import Encoder
 from open_seq2seq.parts.cnns.conv_blocks import (check_padding, conv_output_lengths,
-                                                 make_initializer, sequence_mask)
-from open_seq2seq.utils.params import AnyType, Param, callable_or_class, int_list, list_of
+                                                 sequence_mask)
+from open_seq2seq.utils.initializers import INITIALIZER_PARAMS
+from open_seq2seq.utils.params import Param, callable_or_class, int_list, list_of
 
 CONV_PARAMS = {
     "kernel_size": Param(int_list(2),
@@ -57,19 +58,18 @@ class DeepSpeech2Encoder(Encoder):
       "activation_fn": Param(callable_or_class, tf.nn.relu, "Activation of conv and FC layers."),
       "bn_momentum": Param(float, 0.99, "Batch-norm moving-average momentum."),
       "bn_epsilon": Param(float, 1e-3, "Batch-norm epsilon."),
-      "initializer": Param(AnyType, None, "Kernel initializer (Keras name, class, instance)."),
-      "initializer_params": Param(dict, {}, "Keyword arguments of an initializer class."),
+      **INITIALIZER_PARAMS,
       "data_format": Param(str, "channels_last", "Accepted for OpenSeq2Seq configs.",
                            choices=("channels_first", "channels_last", "BCTF", "BTFC", "BCFT",
                                     "BFTC")),
   }
 
   def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str = "encoder",
-               dtype: Any = "float32"):
-    super().__init__(params, mode=mode, name=name, dtype=dtype)
+               dtype: Any = "float32", initializer: Any = None):
+    super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     p = self.params
     policy = self.dtype_policy
-    init = make_initializer(p["initializer"], p["initializer_params"])
+    init = self.kernel_initializer()
     self.conv_specs, self.convs, self.conv_norms = [], [], []
     for i, spec in enumerate(p["conv_layers"]):  # validated by CONV_PARAMS
       self.conv_specs.append(spec)

@@ -9,8 +9,9 @@ import tensorflow as tf
 from open_seq2seq.encoders.encoder import Encoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts.cnns.conv_blocks import (NORMALIZATIONS, ConvBlock1D, check_padding,
-                                                 make_initializer, sequence_mask)
-from open_seq2seq.utils.params import AnyType, Param, callable_or_class, int_list, list_of
+                                                 sequence_mask)
+from open_seq2seq.utils.initializers import INITIALIZER_PARAMS
+from open_seq2seq.utils.params import Param, callable_or_class, int_list, list_of
 
 #: Keys of one ``convnet_layers`` entry.
 LAYER_PARAMS = {
@@ -63,18 +64,16 @@ class TDNNEncoder(Encoder):
                                "Probability of dropping a residual block's conv branch in training."),
       "drop_block_index": Param(int, -1,
                                 "-1: drop_block_prob applies to every residual block; i: only block i."),
-      "initializer": Param(AnyType, None,
-                           "Kernel initializer: Keras name, class or instance (default Glorot)."),
-      "initializer_params": Param(dict, {}, "Keyword arguments of an initializer class."),
+      **INITIALIZER_PARAMS,
       "data_format": Param(str, "channels_last", "Accepted for OpenSeq2Seq configs (layout is "
                            "internal).", choices=("channels_first", "channels_last")),
   }
 
   def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str = "encoder",
-               dtype: Any = "float32"):
-    super().__init__(params, mode=mode, name=name, dtype=dtype)
+               dtype: Any = "float32", initializer: Any = None):
+    super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     p = self.params
-    init = make_initializer(p["initializer"], p["initializer_params"])
+    init = self.kernel_initializer()
     self.blocks: list[list[ConvBlock1D]] = []
     self._block_specs = []
     num_residual_blocks = 0

@@ -17,7 +17,7 @@ from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
                                                   check_shared_params, dropout,
                                                   dropout_seed_generator,
                                                   get_padding_bias, get_position_encoding,
-                                                  normalize_norm_params, resolve_initializer)
+                                                  normalize_norm_params)
 from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.params import Param
 
@@ -80,16 +80,15 @@ class TransformerEncoder(Encoder):
 
   def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
                mode: str = "train", name: str = "transformer_encoder",
-               dtype: Any = "float32"):
-    super().__init__(params, mode=mode, name=name, dtype=dtype)
+               dtype: Any = "float32", initializer: Any = None):
+    super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     check_shared_params(self.params, "encoder_params")
     if self.params["encoder_layers"] <= 0:
       raise ConfigError(f"encoder_params/encoder_layers: must be positive, "
                         f"got {self.params['encoder_layers']}")
     self.vocab_size = resolve_size(self.params, "src_vocab_size", vocab_size, "encoder_params")
     epsilon = normalize_norm_params(self.params["norm_params"], "encoder_params")
-    initializer = resolve_initializer(self.params["initializer"],
-                                      self.params["initializer_params"])
+    initializer = self.kernel_initializer()
     policy = self.dtype_policy
     self.embedding_softmax_layer = EmbeddingSharedWeights(
         self.vocab_size, self.params["hidden_size"], self.params["pad_embeddings_2_eight"],

@@ -20,7 +20,9 @@ import numpy as np
 import tensorflow as tf
 
 from open_seq2seq.data.description import DataDescription
+from open_seq2seq.errors import ConfigError
 from open_seq2seq.outputs import InferenceOutput, SampleSummary, TextLines
+from open_seq2seq.utils.initializers import make_initializer
 from open_seq2seq.utils.params import AnyType, Configurable, Param, callable_or_class
 
 _STEPS = (int, None)
@@ -63,6 +65,10 @@ class Model(Configurable):
       "decoder_params": Param(dict, {}, "Parameters of the decoder."),
       "loss": Param((callable_or_class, None), None, "Loss class (not needed to infer)."),
       "loss_params": Param(dict, {}, "Parameters of the loss."),
+      "initializer": Param(AnyType, None,
+                           "Default kernel initializer of every component that sets none "
+                           "(Keras name, class or instance; TF 1's variable-scope default)."),
+      "initializer_params": Param(dict, {}, "Keyword arguments of the initializer class."),
       # --- devices and batches
       "use_horovod": Param(bool, False, "Use Horovod for data parallelism across processes."),
       "num_gpus": Param(int, 1, "Number of local devices (towers) to train on (ignored with "
@@ -140,14 +146,23 @@ class Model(Configurable):
   def build_components(self, description: DataDescription) -> None:
     """Builds the encoder, decoder and loss from the config, then connects them.
 
-    Encoder and decoder get the run's ``mode`` ("infer" for interactive_infer) and the
-    model's ``dtype``; every component also gets the keywords of :meth:`component_kwargs`
-    that its constructor names.
+    Encoder and decoder get the run's ``mode`` ("infer" for interactive_infer), the
+    model's ``dtype`` and, when the config sets the top-level ``initializer``, that
+    initializer (their default for kernels whose own params set none); every component also
+    gets the keywords of :meth:`component_kwargs` that its constructor names.
     """
     mode = "infer" if self.mode == "interactive_infer" else self.mode
     layer_kwargs = {"mode": mode, "dtype": self.params["dtype"]}
-    self.encoder = self.build_component("encoder", description, **layer_kwargs)
-    self.decoder = self.build_component("decoder", description, **layer_kwargs)
+    initializer = make_initializer(self.params["initializer"], self.params["initializer_params"])
+    for slot in ("encoder", "decoder"):
+      kwargs = dict(layer_kwargs)
+      if initializer is not None:
+        if not accepted_kwargs(self.params[slot], {"initializer": initializer}):
+          raise ConfigError(f"initializer: {self.params[slot].__name__} (the {slot}) takes no "
+                            f"initializer keyword, so the model-level initializer cannot reach "
+                            f"it; set {slot}_params/initializer instead")
+        kwargs["initializer"] = initializer
+      setattr(self, slot, self.build_component(slot, description, **kwargs))
     self.loss = None
     if self.params["loss"] is not None:
       self.loss = self.build_component("loss", description)

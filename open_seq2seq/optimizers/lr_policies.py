@@ -267,8 +267,10 @@ def complete_lr_policy_params(lr_policy: Callable, lr_policy_params: dict | None
                               steps_per_epoch: int | None = None) -> dict:
   """``lr_policy_params`` with the values OpenSeq2Seq's model filled in automatically.
 
-  * ``decay_steps`` = ``last_step`` (the run's total number of updates) when the policy takes
-    ``decay_steps`` and the config does not give it;
+  * ``decay_steps`` = ``last_step - max(begin_decay_at, warmup_steps)`` -- the updates left
+    after the warm-up and the constant phase, so that the decay ends exactly at the run's last
+    update -- when the policy takes ``decay_steps`` and the config does not give it (at
+    least 1);
   * ``steps_per_epoch`` when the policy takes it, the config does not give it and the run is
     measured in epochs (the caller passes ``steps_per_epoch`` only then).
 
@@ -278,7 +280,7 @@ def complete_lr_policy_params(lr_policy: Callable, lr_policy_params: dict | None
   params = dict(lr_policy_params or {})
   accepted = inspect.signature(lr_policy).parameters
   if "decay_steps" in accepted and "decay_steps" not in params and last_step is not None:
-    params["decay_steps"] = int(last_step)
+    params["decay_steps"] = max(int(last_step) - _decay_start(accepted, params), 1)
   if ("steps_per_epoch" in accepted and "steps_per_epoch" not in params
       and steps_per_epoch is not None):
     params["steps_per_epoch"] = int(steps_per_epoch)
@@ -289,6 +291,18 @@ def complete_lr_policy_params(lr_policy: Callable, lr_policy_params: dict | None
     if p.default is inspect.Parameter.empty and key not in params:
       raise ConfigError(f"{_PREFIX}/{key}: required by lr_policy {policy_name} but missing")
   return params
+
+
+def _decay_start(accepted: Any, params: dict) -> int:
+  """The first step of the decay: ``max(begin_decay_at, warmup_steps)`` of the policy."""
+
+  def value(key: str) -> int:
+    if key in params:
+      return int(params[key] or 0)
+    default = accepted[key].default if key in accepted else 0
+    return 0 if default is inspect.Parameter.empty or default is None else int(default)
+
+  return max(value("begin_decay_at"), value("warmup_steps"))
 
 
 @keras.saving.register_keras_serializable(package="open_seq2seq")

@@ -11,6 +11,7 @@ from typing import Any
 import keras
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.utils import initializers, keras_compat
 from open_seq2seq.utils.params import AnyType, Configurable, Param
 from open_seq2seq.utils.precision import dtype_policy
 
@@ -51,6 +52,9 @@ class LayerComponent(Configurable, keras.layers.Layer):
     mode: "train", "eval" or "infer".
     name: the layer's name (the prefix of its variables' paths).
     dtype: the model's dtype ("float32", "mixed", a tf.DType ...).
+    initializer: the model-level kernel initializer (the config's top-level
+      ``initializer``), used by :meth:`kernel_initializer` when the component's own params
+      set none.
   """
 
   #: Config key of this component's params: the prefix of its error messages.
@@ -64,11 +68,18 @@ class LayerComponent(Configurable, keras.layers.Layer):
   }
 
   def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str | None = None,
-               dtype: Any = "float32"):
+               dtype: Any = "float32", initializer: Any = None):
     self.params = self.validate_params(params, prefix=self.PARAMS_KEY)
     self.mode = mode
     keras.layers.Layer.__init__(
         self, name=name or self.DEFAULT_NAME, dtype=dtype_policy(self.params["dtype"] or dtype))
+    keras_compat.set_untracked(self, "_default_initializer", initializer)
+
+  def kernel_initializer(self) -> Any:
+    """The initializer of this component's kernels: its own ``initializer`` param if set,
+    else the model-level one, else Glorot uniform (a new instance per call)."""
+    return initializers.kernel_initializer(self.params, self._default_initializer,
+                                           self.PARAMS_KEY)
 
   def call(self, input_dict: dict, training: bool | None = None) -> dict:
     raise NotImplementedError

@@ -234,6 +234,32 @@ def test_complete_lr_policy_params_fills_decay_steps_and_steps_per_epoch():
   assert fixed == {"learning_rate": 0.1}
 
 
+@pytest.mark.parametrize("policy,params,end", [
+    (lp.poly_decay, dict(learning_rate=0.1, min_lr=1e-4, warmup_steps=30), 1e-4),
+    (lp.poly_decay, dict(learning_rate=0.1, min_lr=1e-4, begin_decay_at=120,
+                         warmup_steps=30), 1e-4),
+    (lp.cosine_decay, dict(learning_rate=0.1, min_lr=0.01, warmup_steps=50), 0.1 * 0.01),
+    (lp.inv_poly_decay, dict(learning_rate=0.1, min_lr=1e-4, power=2.0, warmup_steps=40), 1e-4),
+    (lp.exp_decay, dict(learning_rate=0.1, decay_rate=0.5, begin_decay_at=100), 0.05),
+])
+def test_filled_decay_window_ends_at_the_last_step(policy, params, end):
+  # decay_steps = last_step - max(begin_decay_at, warmup_steps), as OpenSeq2Seq: the
+  # schedule reaches its end value exactly at the last update, not past the end of the run.
+  last = 400
+  full = lp.complete_lr_policy_params(policy, params, last_step=last)
+  begin = max(params.get("begin_decay_at", 0), params.get("warmup_steps", 0))
+  assert full["decay_steps"] == last - begin
+  assert float(policy(last, **full)) == pytest.approx(end, rel=1e-5)
+  if policy is not lp.exp_decay:  # exp_decay only halves once per window
+    assert float(policy(last - 1, **full)) > end
+
+
+def test_filled_decay_window_is_at_least_one_step():
+  full = lp.complete_lr_policy_params(lp.poly_decay, {"learning_rate": 0.1,
+                                                       "warmup_steps": 900}, last_step=500)
+  assert full["decay_steps"] == 1
+
+
 def test_complete_lr_policy_params_reports_missing_required():
   with pytest.raises(ConfigError, match="lr_policy_params/learning_rate: required"):
     lp.complete_lr_policy_params(lp.poly_decay, {}, last_step=100)

@@ -38,22 +38,6 @@ def conv_output_lengths(lengths: tf.Tensor, kernel: int, stride: int, dilation: 
   return tf.maximum((lengths - span) // stride + 1, 0)
 
 
-def make_initializer(initializer: Any, initializer_params: dict | None) -> Any:
-  """A Keras initializer from a name, a class (called with the params) or an instance."""
-  params = initializer_params or {}
-  if initializer is None:
-    return keras.initializers.GlorotUniform()
-  if isinstance(initializer, str):
-    try:
-      return keras.initializers.get({"class_name": initializer, "config": params}
-                                    if params else initializer)
-    except ValueError:
-      raise ConfigError(f"initializer: unknown Keras initializer {initializer!r}") from None
-  if isinstance(initializer, type):
-    return initializer(**params)
-  return initializer
-
-
 def check_padding(padding: str, where: str) -> str:
   padding = padding.upper()
   if padding not in ("SAME", "VALID"):

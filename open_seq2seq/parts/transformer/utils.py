@@ -1,7 +1,7 @@
 """Helpers shared by the Transformer encoder and decoder stacks.
 
 Sinusoidal position encodings, attention biases (padding and causal masks), dropout, the
-pre/post layer-norm residual wrapper and initializer resolution.
+pre/post layer-norm residual wrapper.
 
 Attention biases are *additive*: 0 where attending is allowed and a large negative number
 where it is not. The attention layer adds them to float32 logits, but a bias may be stored in
@@ -19,7 +19,8 @@ import numpy as np
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.utils.params import AnyType, Param
+from open_seq2seq.utils.initializers import INITIALIZER_PARAMS
+from open_seq2seq.utils.params import Param
 
 #: Config keys that the Transformer encoder and decoder share (OpenSeq2Seq names).
 SHARED_PARAMS = {
@@ -38,9 +39,7 @@ SHARED_PARAMS = {
     "pad_embeddings_2_eight": Param(
         bool, False, "Pad the embedding matrix's vocabulary to a multiple of 8."),
     "scale_embeddings": Param(bool, True, "Multiply embeddings by sqrt(hidden_size)."),
-    "initializer": Param(AnyType, None, "Kernel initializer: None (Glorot uniform), a Keras "
-                         "initializer name, class or instance."),
-    "initializer_params": Param(dict, {}, "Keyword arguments of the initializer class."),
+    **INITIALIZER_PARAMS,
 }
 
 
@@ -121,27 +120,6 @@ def dropout(x: tf.Tensor, rate: float, training: bool | None,
   if not training or not rate:
     return x
   return keras.random.dropout(x, rate, seed=seed_generator)
-
-
-def resolve_initializer(initializer: Any, initializer_params: dict | None) -> Any:
-  """Config ``initializer`` (None, a Keras name, a class or a callable) -> Keras initializer.
-
-  None means Glorot uniform, the Transformer reference's choice.
-  """
-  params = dict(initializer_params or {})
-  if initializer is None:
-    return keras.initializers.GlorotUniform(**params)
-  if isinstance(initializer, str):
-    try:
-      resolved = keras.initializers.get(initializer)
-    except ValueError:
-      raise ConfigError(f"initializer: unknown Keras initializer {initializer!r}") from None
-    return type(resolved)(**params) if params else resolved
-  if isinstance(initializer, type):
-    return initializer(**params)
-  if params:
-    raise ConfigError("initializer_params: given, but initializer is not a class")
-  return initializer
 
 
 def normalize_norm_params(norm_params: dict | None, where: str) -> float:
