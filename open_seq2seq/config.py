@@ -27,7 +27,8 @@ MODES = ("train", "eval", "train_eval", "infer", "interactive_infer")
 _MODE_DICTS = {
     "train": ("train_params",),
     "eval": ("eval_params",),
-    "infer": ("infer_params",),
+    # A config without infer_params infers on the eval data (OpenSeq2Seq users expect it).
+    "infer": ("infer_params", "eval_params"),
     "interactive_infer": ("interactive_infer_params", "infer_params"),
 }
 
@@ -95,6 +96,57 @@ def parse_overrides(args: list[str]) -> list[tuple[str, str]]:
   return overrides
 
 
+class Parsed:
+  """An override value that is already a Python value (from YAML), not command-line text."""
+
+  def __init__(self, value: Any):
+    self.value = value
+
+  def __repr__(self) -> str:
+    return f"Parsed({self.value!r})"
+
+
+def read_overrides_file(path: str) -> list[tuple[str, Parsed]]:
+  """Overrides from a YAML mapping, as ``(key/path, Parsed(value))`` in file order.
+
+  Nested mappings address nested keys (``encoder_params: {num_layers: 2}`` is
+  ``encoder_params/num_layers``), so a file sets single keys the way ``--a/b=v`` does and
+  never replaces a whole dict; a key may also be written as a path (``encoder_params/num_layers``).
+  An empty mapping (``{}``) sets a dict to empty.
+
+  Raises:
+    ConfigError: unreadable file, YAML syntax error, or a document that is not a mapping.
+  """
+  import yaml  # declared dependency; imported here so config loading stays light
+  try:
+    with open(path, encoding="utf-8") as f:
+      document = yaml.safe_load(f)
+  except OSError as e:
+    raise ConfigError(f"--overrides_file: cannot read {path}: {e.strerror}") from None
+  except yaml.YAMLError as e:
+    mark = getattr(e, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}" if mark is not None else path
+    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+    raise ConfigError(f"{where}: YAML syntax error: {problem}") from None
+  if document is None:
+    return []
+  if not isinstance(document, Mapping):
+    raise ConfigError(f"{path}: expected a mapping of config keys to values, got "
+                      f"{type(document).__name__}")
+  overrides: list[tuple[str, Parsed]] = []
+
+  def walk(mapping: Mapping, prefix: str) -> None:
+    for key, value in mapping.items():
+      path_key = f"{prefix}/{key}" if prefix else str(key)
+      if isinstance(value, Mapping) and value:
+        walk(value, path_key)
+      else:
+        overrides.append((path_key, Parsed(value)))
+
+  walk(document, "")
+  return overrides
+
+
 def _declaration(base_model: type, config: Mapping, path: str) -> Param | None:
   """The declaration of ``path`` (``a/b/c``), or None for keys inside free-form dicts.
 
@@ -143,12 +195,14 @@ def parse_value(text: str, param: Param | None) -> Any:
 def apply_overrides(base_model: type, config: dict, overrides: list[tuple[str, str]]) -> dict:
   """Sets each ``path=value`` in ``config``, creating nested dicts as needed.
 
-  A path may index into a list (``encoder_params/convnet_layers/2/kernel_size``); the index
-  must exist.
+  A value is command-line text (parsed by :func:`parse_value`) or a :class:`Parsed` value
+  from an overrides file. A path may index into a list
+  (``encoder_params/convnet_layers/2/kernel_size``); the index must exist.
   """
   config = copy.deepcopy(config)
   for path, text in overrides:
-    value = parse_value(text, _declaration(base_model, config, path))
+    param = _declaration(base_model, config, path)
+    value = text.value if isinstance(text, Parsed) else parse_value(text, param)
     *parents, last = path.split("/")
     target: Any = config
     for depth, key in enumerate(parents):
@@ -213,14 +267,17 @@ def _check_consistency(params: Mapping, mode: str) -> None:
       raise ConfigError(f"{key}: must be at least 1, got {params[key]}")
 
 
-def load_config(path: str, mode: str, overrides: list[str] | None = None
-                ) -> tuple[type, dict[str, dict]]:
+def load_config(path: str, mode: str, overrides: list[str] | None = None,
+                overrides_file: str | None = None) -> tuple[type, dict[str, dict]]:
   """Loads ``path`` and returns ``(base_model, {mode: validated params})``.
 
-  ``train_eval`` yields both a ``train`` and an ``eval`` config; overrides apply to each.
+  ``train_eval`` yields both a ``train`` and an ``eval`` config; overrides apply to each,
+  those of ``overrides_file`` (YAML, :func:`read_overrides_file`) first, then the
+  command-line ones, which win.
   """
   module = load_config_module(path)
-  parsed = parse_overrides(overrides or [])
+  parsed: list = read_overrides_file(overrides_file) if overrides_file else []
+  parsed += parse_overrides(overrides or [])
   modes = ("train", "eval") if mode == "train_eval" else (mode,)
   configs = {}
   for m in modes:
@@ -246,5 +303,31 @@ def config_to_text(params: Mapping[str, Any]) -> str:
   return render(params, 0) + "\n"
 
 
+def _plain(value: Any) -> Any:
+  """A resolved config value as plain YAML data (classes and functions by import path)."""
+  if isinstance(value, Mapping):
+    return {str(k): _plain(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_plain(v) for v in value]
+  if value is None or isinstance(value, (bool, int, float, str)):
+    return value
+  if inspect.isclass(value) or inspect.isfunction(value) or inspect.isbuiltin(value):
+    return f"{value.__module__}.{value.__qualname__}"
+  return repr(value)
+
+
+def config_to_yaml(configs: Mapping[str, Mapping[str, Any]]) -> str:
+  """The resolved configs of a run (``{mode: params}``) as one YAML document.
+
+  Values that are classes or functions appear as their import path (``open_seq2seq.models.
+  text2text.Text2Text``); other objects as their ``repr``. Meant for reading and tooling
+  (the run's Python config stays the source of truth).
+  """
+  import yaml
+  return yaml.safe_dump({mode: _plain(params) for mode, params in configs.items()},
+                        sort_keys=True, default_flow_style=False, allow_unicode=True, width=100)
+
+
 __all__ = ["MODES", "load_config", "load_config_module", "mode_config", "apply_overrides",
-           "parse_overrides", "resolve_config", "deep_merge", "config_to_text"]
+           "parse_overrides", "read_overrides_file", "Parsed", "resolve_config", "deep_merge",
+           "config_to_text", "config_to_yaml"]

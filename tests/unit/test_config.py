@@ -244,3 +244,72 @@ def test_signature_params_read_descriptions_from_the_docstring():
   declared = signature_params(f, skip=("global_step",))
   assert declared["rate"].doc == "The `rate`, on two lines."
   assert declared["steps"].doc == "" and declared["steps"].default == 3
+
+
+# ----------------------------------------------------------------------------- infer fallback
+def test_infer_without_infer_params_uses_the_eval_data(tmp_path):
+  body = CONFIG_FILE.split("infer_params =")[0]
+  _, configs = cfg.load_config(_write_config(tmp_path, body), "infer")
+  assert configs["infer"]["data_layer_params"]["source_file"] == "dev.txt"
+  _, configs = cfg.load_config(_write_config(tmp_path, CONFIG_FILE), "infer")
+  assert configs["infer"]["data_layer_params"]["source_file"] == "test.txt"
+
+
+# ----------------------------------------------------------------------------- YAML
+def _yaml(tmp_path, text):
+  path = tmp_path / "overrides.yaml"
+  path.write_text(textwrap.dedent(text))
+  return str(path)
+
+
+def test_overrides_file_sets_keys_like_command_line_overrides(tmp_path):
+  path = _write_config(tmp_path, CONFIG_FILE)
+  overrides = _yaml(tmp_path, """
+      logdir: from-yaml
+      encoder_params:
+        num_hidden_layers: 2
+        name_scope: "007"
+      decoder_params/alpha: 0.9
+      data_layer_params: {shuffle: false}
+  """)
+  _, configs = cfg.load_config(path, "train", overrides_file=overrides)
+  params = configs["train"]
+  assert params["logdir"] == "from-yaml"
+  # nested keys are set one by one: hidden_size (from base_params) survives
+  assert params["encoder_params"] == {"num_hidden_layers": 2, "hidden_size": 32,
+                                      "dropout": 0.1, "name_scope": "007",
+                                      "activation": "relu"}
+  assert params["decoder_params"]["alpha"] == 0.9
+  assert params["data_layer_params"] == {"source_file": "train.txt", "shuffle": False}
+  # the command line wins over the file
+  _, configs = cfg.load_config(path, "train", ["--logdir=cli"], overrides_file=overrides)
+  assert configs["train"]["logdir"] == "cli"
+
+
+@pytest.mark.parametrize("text,message", [
+    ("encoder_params:\n  num_hiden_layers: 2\n", "encoder_params/num_hiden_layers.*'num_hidden_layers'"),
+    ("decoder_params: {alpha: fast}\n", "decoder_params/alpha: expected float"),
+    ("logdir: [unclosed\n", r"overrides.yaml:\d+: YAML syntax error"),
+    ("- a\n- b\n", "expected a mapping of config keys to values, got list"),
+])
+def test_overrides_file_errors_are_one_line(tmp_path, text, message):
+  path = _write_config(tmp_path, CONFIG_FILE)
+  with pytest.raises(ConfigError, match=message) as info:
+    cfg.load_config(path, "train", overrides_file=_yaml(tmp_path, text))
+  assert "\n" not in str(info.value)
+
+
+def test_missing_overrides_file_is_named(tmp_path):
+  path = _write_config(tmp_path, CONFIG_FILE)
+  with pytest.raises(ConfigError, match="--overrides_file: cannot read .*nope.yaml"):
+    cfg.load_config(path, "train", overrides_file=str(tmp_path / "nope.yaml"))
+
+
+def test_resolved_config_as_yaml(tmp_path):
+  import yaml
+  _, configs = cfg.load_config(_write_config(tmp_path, CONFIG_FILE), "train_eval")
+  loaded = yaml.safe_load(cfg.config_to_yaml(configs))
+  assert set(loaded) == {"train", "eval"}
+  assert loaded["train"]["encoder"] == "tests.unit.test_config.FakeEncoder"
+  assert loaded["eval"]["data_layer_params"] == {"source_file": "dev.txt", "shuffle": False}
+  assert loaded["train"]["max_steps"] == 10

@@ -69,6 +69,13 @@ def test_special_tokens():
     SpecialTextTokens.to_string(4)
 
 
+def test_subword_vocabulary_ids_keep_openseq2seq_values():
+  # OpenSeq2Seq's WMT Transformer configs import these: padding 0, end of sentence 1.
+  from open_seq2seq.data.text2text import tokenizer
+  assert (tokenizer.PAD_ID, tokenizer.EOS_ID) == (0, 1)
+  assert tokenizer.RESERVED_TOKENS == [tokenizer.PAD, tokenizer.EOS] == ["<pad>", "<EOS>"]
+
+
 def test_vocab_with_and_without_counts(tmp_path):
   plain = load_vocab(write(tmp_path / "plain.txt", ["x", "y", "", "z"]))
   counted = load_vocab(write(tmp_path / "counts.txt", ["x\t10", "y 5", "z\t-3.5"]))
