@@ -35,7 +35,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Time --bench_steps training steps and print a table; saves nothing.")
   parser.add_argument("--bench_steps", type=int, default=30, help="Steps timed by --benchmark.")
   parser.add_argument("--enable_logs", action="store_true",
-                      help="Also copy the command line, stdout and stderr into logdir/logs/.")
+                      help="Record the run in logdir/logs/<mode>-<time>/: command line, config "
+                           "file and resolved config, package versions, git commit and diff, "
+                           "stdout and stderr.")
+  parser.add_argument("--overrides_file",
+                      help="YAML mapping of config overrides (same keys as --a/b=v; "
+                           "command-line overrides win).")
+  parser.add_argument("--no_dir_check", action="store_true",
+                      help="Train from scratch even if logdir holds a run (its checkpoints "
+                           "are rotated out); OpenSeq2Seq's flag.")
+  parser.add_argument("--use_xla_jit", action="store_true",
+                      help="Compile the train step with XLA (same as use_xla_jit=True in the "
+                           "config).")
   parser.add_argument("--num_gpus", type=int, help="Number of local devices (towers).")
   parser.add_argument("--use_horovod", type=_parse_bool, help="Use Horovod (True/False).")
   parser.add_argument("--cpu_towers", type=int, default=0,
@@ -60,6 +71,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     value = getattr(args, key)
     if value is not None:
       overrides.append(f"--{key}={value}")
+  if args.use_xla_jit:
+    overrides.append("--use_xla_jit=True")
   return args, overrides
 
 
@@ -78,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
 def run(argv: list[str]) -> int:
   args, overrides = parse_args(argv)
   from open_seq2seq.config import load_config  # after argparse: --help stays fast
-  base_model, configs = load_config(args.config_file, args.mode, overrides)
+  notices: list[str] = []
+  base_model, configs = load_config(args.config_file, args.mode, overrides,
+                                    overrides_file=args.overrides_file, notices=notices)
   if args.help_params:
     from open_seq2seq.slots import help_params
     print(help_params(base_model, next(iter(configs.values()))))
@@ -92,6 +107,9 @@ def run(argv: list[str]) -> int:
     # the chief's writes below cannot make another worker see "already holds a run".
     _check_train_logdir(main_cfg["logdir"], args)
   backend = make_backend(main_cfg, cpu_towers=args.cpu_towers)
+  if backend.is_chief:
+    for line in notices:
+      print(f"notice: {line}", file=sys.stderr, flush=True)
   if main_cfg["random_seed"] is not None:
     import keras
     # Each worker gets its own seed (dropout, shuffling of its shard); initial weights are
@@ -141,7 +159,7 @@ def _train(args: argparse.Namespace, base_model: type, configs: dict[str, dict],
   if backend.is_chief:
     _write_config(logdir, configs)
     if args.enable_logs:
-      reporting.enable_file_logs(logdir, [sys.executable] + sys.argv)
+      _record_run(args, logdir, configs)
   trainer.train(model.data_layer, eval_layer, continue_learning=args.continue_learning)
   return 0
 
@@ -154,11 +172,14 @@ def _run_trained(args: argparse.Namespace, base_model: type, config: dict, backe
   from open_seq2seq.utils import precision
   if args.mode == "infer":
     _check_output_path(args.infer_output_file)
+  if args.no_dir_check and backend.is_chief:
+    reporting.log(f"notice: --no_dir_check has no effect with --mode={args.mode}: it needs "
+                  f"the checkpoint in {config['logdir']}")
   checkpoint = checkpoint_for_eval(config["logdir"], config["restore_best_checkpoint"])
-  if args.enable_logs and backend.is_chief:
-    reporting.enable_file_logs(config["logdir"], [sys.executable] + sys.argv)
   model = _build_model(base_model, config, args.mode, backend)
   if backend.is_chief:
+    if args.enable_logs:
+      _record_run(args, config["logdir"], {args.mode: config})
     reporting.log(precision.describe(config["dtype"]))
   evaluator = Evaluator(model, backend)
   if args.mode == "interactive_infer":
@@ -191,6 +212,14 @@ def _silence_tensorflow() -> None:
   absl.logging.set_verbosity(absl.logging.ERROR)
 
 
+def _record_run(args: argparse.Namespace, logdir: str, configs: dict[str, dict]) -> None:
+  from open_seq2seq.training import reporting
+  from open_seq2seq.utils.run_record import write_run_record
+  folder = write_run_record(logdir, args.mode, [sys.executable] + sys.argv, args.config_file,
+                            configs)
+  reporting.log(f"run record: {folder}")
+
+
 def _check_train_logdir(logdir: str, args: argparse.Namespace) -> None:
   from open_seq2seq.training.checkpoints import logdir_holds_run
   if args.benchmark:
@@ -198,6 +227,10 @@ def _check_train_logdir(logdir: str, args: argparse.Namespace) -> None:
   if args.continue_learning:
     return
   if logdir_holds_run(logdir):
+    if args.no_dir_check:
+      print(f"warning: --no_dir_check: training from scratch in {logdir}, which holds a run; "
+            f"its checkpoints will be rotated out as new ones are saved", file=sys.stderr)
+      return
     raise CheckpointError(
         f"{logdir} already holds a run: pass --continue_learning to resume it, or choose "
         f"another --logdir (nothing was overwritten)")
@@ -210,11 +243,13 @@ def _check_output_path(path: str) -> None:
 
 
 def _write_config(logdir: str, configs: dict[str, dict]) -> None:
-  from open_seq2seq.config import config_to_text
+  """The resolved config beside the checkpoints, as readable text and as YAML."""
+  from open_seq2seq.config import config_to_text, config_to_yaml
   from open_seq2seq.utils.io import atomic_write_text
   os.makedirs(logdir, exist_ok=True)
   text = "".join(f"# mode: {mode}\n{config_to_text(cfg)}\n" for mode, cfg in configs.items())
   atomic_write_text(os.path.join(logdir, "config.txt"), text)
+  atomic_write_text(os.path.join(logdir, "config.yaml"), config_to_yaml(configs))
 
 
 def _interactive_infer(evaluator: Any, model: Any, checkpoint: str) -> None:

@@ -268,12 +268,15 @@ def _check_consistency(params: Mapping, mode: str) -> None:
 
 
 def load_config(path: str, mode: str, overrides: list[str] | None = None,
-                overrides_file: str | None = None) -> tuple[type, dict[str, dict]]:
+                overrides_file: str | None = None, notices: list[str] | None = None
+                ) -> tuple[type, dict[str, dict]]:
   """Loads ``path`` and returns ``(base_model, {mode: validated params})``.
 
   ``train_eval`` yields both a ``train`` and an ``eval`` config; overrides apply to each,
   those of ``overrides_file`` (YAML, :func:`read_overrides_file`) first, then the
-  command-line ones, which win.
+  command-line ones, which win. When ``notices`` is a list, a line is appended for every
+  key the config sets that is accepted but changes nothing
+  (:func:`open_seq2seq.slots.ignored_settings`).
   """
   module = load_config_module(path)
   parsed: list = read_overrides_file(overrides_file) if overrides_file else []
@@ -283,6 +286,9 @@ def load_config(path: str, mode: str, overrides: list[str] | None = None,
   for m in modes:
     merged = apply_overrides(module.base_model, mode_config(module, m), parsed)
     configs[m] = resolve_config(module.base_model, merged, mode if m == "train" else m)
+    if notices is not None:
+      notices += [line for line in slots.ignored_settings(module.base_model, merged)
+                  if line not in notices]
   return module.base_model, configs
 
 

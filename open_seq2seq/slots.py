@@ -24,7 +24,8 @@ import inspect
 from typing import Any, Callable, Mapping
 
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.utils.params import Configurable, Param, format_params_table, validate_params
+from open_seq2seq.utils.params import (Configurable, DeclaredDict, DeclaredList, Param,
+                                       format_params_table, signature_params, validate_params)
 
 Declarations = dict[str, Param]
 
@@ -161,6 +162,29 @@ def _regularizer_choices() -> list[Choice]:
           for r in REGULARIZERS]
 
 
+def _initializer_declarations(initializer: Any) -> Declarations | None:
+  from open_seq2seq.utils.initializers import initializer_class
+  import keras
+  klass = initializer_class(initializer)
+  if klass is None:
+    return None
+  declared = signature_params(klass)
+  for key, param in declared.items():
+    if not param.doc:  # Keras documents some arguments only in prose
+      declared[key] = dataclasses.replace(param, doc=f"{klass.__name__} argument (see Keras).")
+  if klass in (keras.initializers.GlorotUniform, keras.initializers.GlorotNormal):
+    declared["uniform"] = Param(bool, True, "TF 1 xavier_initializer's spelling: True for "
+                                "GlorotUniform, False for GlorotNormal.")
+  return declared
+
+
+def _initializer_choices() -> list[Choice]:
+  import keras
+  from open_seq2seq.utils.initializers import DOCUMENTED
+  return [Choice(f"keras.initializers.{name}", getattr(keras.initializers, name),
+                 first_doc_line(getattr(keras.initializers, name))) for name in DOCUMENTED]
+
+
 def _loss_scaling_choices() -> list[Choice]:
   from open_seq2seq.training.loss_scaling import ALGORITHMS, LossScaler
   choices = [Choice("<number>", 1.0, first_doc_line(LossScaler))]
@@ -196,6 +220,12 @@ SLOTS: tuple[Slot, ...] = (
          _regularizer_choices, partial=True,
          note="Any Keras regularizer class, instance or factory; applied to kernels and "
               "embeddings (not to biases or normalization parameters)."),
+    Slot("initializer", "initializer_params", "Initializers", _initializer_declarations,
+         _initializer_choices, partial=True,
+         note="The model-level `initializer` is the kernel initializer of every encoder and "
+              "decoder whose own params set none (TF 1's variable-scope default); a class "
+              "(with `initializer_params`), a Keras name such as `'he_normal'`, or an "
+              "instance."),
     Slot("loss_scaling", "loss_scaling_params", "Loss scaling", _loss_scaling_declarations,
          _loss_scaling_choices, validator=_validate_loss_scaling,
          note="`loss_scaling` is a number (a static scale), `'Backoff'` or `'LogMax'` (any "
@@ -237,6 +267,53 @@ def validate_slots(params: Mapping[str, Any]) -> dict:
   return result
 
 
+def ignored_settings(base_model: type, config: Mapping[str, Any]) -> list[str]:
+  """One line per key the config sets, to another value than its default, that is
+  accepted but changes nothing.
+
+  Such keys keep OpenSeq2Seq configs loading (``remove_padding``, ``trie_path`` ...); their
+  declaration's doc starts with ``"Ignored: "`` and the reason (:attr:`Param.ignored`). The
+  default is what the toolkit does anyway, so setting it needs no notice.
+  Looks at the top-level keys, every chosen part's params and the declared dicts and lists
+  nested in them.
+  """
+  lines: list[str] = []
+
+  def walk(given: Any, declared: Any, prefix: str) -> None:
+    if isinstance(declared, DeclaredList) and isinstance(given, list):
+      for index, item in enumerate(given):
+        walk(item, declared.item.fields, f"{prefix}/{index}")
+      return
+    if isinstance(declared, DeclaredDict):
+      declared = declared.fields
+    if not isinstance(given, Mapping) or not isinstance(declared, Mapping):
+      return
+    for key, value in given.items():
+      param = declared.get(key)
+      if param is None:
+        continue
+      path = f"{prefix}/{key}" if prefix else key
+      if param.ignored:
+        if not _same(value, param.default):
+          lines.append(f"{path}: ignored: {param.ignored}")
+      elif param.nested() is not None:
+        walk(value, param.nested(), path)
+
+  walk(config, base_model.declared_params(), "")
+  for slot in SLOTS:
+    declared, _ = chosen_declarations(slot, config)
+    if declared is not None:
+      walk(config.get(slot.params_key) or {}, declared, slot.params_key)
+  return lines
+
+
+def _same(value: Any, default: Any) -> bool:
+  try:
+    return bool(value == default)
+  except Exception:  # pylint: disable=broad-except  (arrays and the like: not the default)
+    return False
+
+
 def help_params(base_model: type, config: Mapping[str, Any]) -> str:
   """Markdown tables of the keys of ``base_model`` and of every part ``config`` chooses."""
   sections = [f"## {base_model.__name__} (top-level keys)\n",
@@ -253,4 +330,4 @@ def help_params(base_model: type, config: Mapping[str, Any]) -> str:
 
 
 __all__ = ["Choice", "Slot", "SLOTS", "slot_of", "chosen_declarations", "validate_slots",
-           "help_params", "package_choices", "first_doc_line"]
+           "ignored_settings", "help_params", "package_choices", "first_doc_line"]

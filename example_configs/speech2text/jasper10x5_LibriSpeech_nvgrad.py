@@ -1,6 +1,5 @@
-# Jasper 10x5 with dense residual connections (OpenSeq2Seq's jasper10x5_LibriSpeech_nvgrad).
-# OpenSeq2Seq trained it with NovoGrad; until open_seq2seq.optimizers has NovoGrad, AdamW with
-# the same weight decay stands in (see docs/speech-recognition.md).
+# Jasper 10x5 with dense residual connections (OpenSeq2Seq's jasper10x5_LibriSpeech_nvgrad):
+# NovoGrad with LARC, as OpenSeq2Seq trained it.
 import keras
 import tensorflow as tf
 
@@ -9,6 +8,7 @@ from open_seq2seq.decoders.fc_decoders import FullyConnectedCTCDecoder
 from open_seq2seq.encoders.tdnn_encoder import TDNNEncoder
 from open_seq2seq.losses.ctc_loss import CTCLoss
 from open_seq2seq.models.speech2text import Speech2Text
+from open_seq2seq.optimizers.novograd import NovoGrad
 from open_seq2seq.optimizers.lr_policies import poly_decay
 
 residual_dense = True  # Enable or disable Dense Residual
@@ -28,7 +28,7 @@ base_model = Speech2Text
 base_params = {
     "random_seed": 0,
     "use_horovod": True,
-    "num_epochs": 50,
+    "num_epochs": 400,
 
     "num_gpus": 8,
     "batch_size_per_gpu": 32,
@@ -42,13 +42,18 @@ base_params = {
     "logdir": "jasper10x5_logs",
     "num_checkpoints": 2,
 
-    "optimizer": "AdamW",
-    "optimizer_params": {"beta1": 0.95, "beta2": 0.98, "epsilon": 1e-08, "weight_decay": 0.001},
+    "optimizer": NovoGrad,
+    "optimizer_params": {"beta1": 0.95, "beta2": 0.98, "epsilon": 1e-08, "weight_decay": 0.001,
+                         "grad_averaging": False},
     "lr_policy": poly_decay,
     "lr_policy_params": {"learning_rate": 0.02, "min_lr": 1e-5, "power": 2.0},
+    "larc_params": {"larc_eta": 0.001},
 
     "dtype": "mixed",
     "loss_scaling": "Backoff",
+
+    "summaries": ["learning_rate", "variables", "gradients", "larc_summaries",
+                  "variable_norm", "gradient_norm", "global_gradient_norm"],
 
     "encoder": TDNNEncoder,
     "encoder_params": {
@@ -68,7 +73,8 @@ base_params = {
             block(1, 1, 1024, 0.6, residual=False),
         ],
         "dropout_keep_prob": 0.7,
-        "initializer": keras.initializers.GlorotNormal,
+        "initializer": keras.initializers.GlorotUniform,
+        "initializer_params": {"uniform": False},
         "normalization": "batch_norm",
         "activation_fn": tf.nn.relu,
         "data_format": "channels_last",
@@ -77,7 +83,7 @@ base_params = {
 
     "decoder": FullyConnectedCTCDecoder,
     "decoder_params": {
-        "initializer": keras.initializers.GlorotNormal,
+        "initializer": keras.initializers.GlorotUniform,
         "use_language_model": False,
         # decoding with a language model:
         # "use_language_model": True, "lm_path": "language_model/4-gram.arpa",

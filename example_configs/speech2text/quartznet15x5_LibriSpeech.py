@@ -1,5 +1,5 @@
 # QuartzNet 15x5 (OpenSeq2Seq's quartznet15x5_LibriSpeech): time-channel separable convolutions.
-# OpenSeq2Seq trained it with NovoGrad + cosine decay; AdamW stands in until NovoGrad exists.
+# NovoGrad with cosine decay, as OpenSeq2Seq trained it.
 import keras
 import tensorflow as tf
 
@@ -9,6 +9,7 @@ from open_seq2seq.encoders.tdnn_encoder import TDNNEncoder
 from open_seq2seq.losses.ctc_loss import CTCLoss
 from open_seq2seq.models.speech2text import Speech2Text
 from open_seq2seq.optimizers.lr_policies import cosine_decay
+from open_seq2seq.optimizers.novograd import NovoGrad
 
 residual_dense = False  # Enable or disable Dense Residual
 
@@ -39,12 +40,16 @@ base_params = {
     "logdir": "jasper_log_folder",
     "num_checkpoints": 2,
 
-    "optimizer": "AdamW",
-    "optimizer_params": {"beta1": 0.95, "beta2": 0.5, "epsilon": 1e-08, "weight_decay": 0.001},
+    "optimizer": NovoGrad,
+    "optimizer_params": {"beta1": 0.95, "beta2": 0.5, "epsilon": 1e-08, "weight_decay": 0.001,
+                         "grad_averaging": False},
     "lr_policy": cosine_decay,
     "lr_policy_params": {"learning_rate": 0.01, "min_lr": 0.0, "warmup_steps": 1000},
 
     "dtype": "float32",
+
+    "summaries": ["learning_rate", "variables", "gradients", "larc_summaries",
+                  "variable_norm", "gradient_norm", "global_gradient_norm"],
 
     "encoder": TDNNEncoder,
     "encoder_params": {
@@ -58,7 +63,8 @@ base_params = {
             [block(1, 87, 512, dilation=2),
              block(1, 1, 1024, layer_type="conv1d", residual=False)]),
         "dropout_keep_prob": 1.0,
-        "initializer": keras.initializers.GlorotNormal,
+        "initializer": keras.initializers.GlorotUniform,
+        "initializer_params": {"uniform": False},
         "normalization": "batch_norm",
         "activation_fn": tf.nn.relu,
         "data_format": "channels_last",
@@ -67,7 +73,7 @@ base_params = {
 
     "decoder": FullyConnectedCTCDecoder,
     "decoder_params": {
-        "initializer": keras.initializers.GlorotNormal,
+        "initializer": keras.initializers.GlorotUniform,
         "use_language_model": False,
         "infer_logits_to_pickle": False,
     },

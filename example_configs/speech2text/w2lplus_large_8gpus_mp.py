@@ -64,7 +64,8 @@ base_params = {
             block(1, 1, 1024, 0.6),
         ],
         "dropout_keep_prob": 0.7,
-        "initializer": keras.initializers.GlorotNormal,
+        "initializer": keras.initializers.GlorotUniform,
+        "initializer_params": {"uniform": False},
         "normalization": "batch_norm",
         "activation_fn": clipped_relu,
         "data_format": "channels_last",
@@ -72,7 +73,7 @@ base_params = {
 
     "decoder": FullyConnectedCTCDecoder,
     "decoder_params": {
-        "initializer": keras.initializers.GlorotNormal,
+        "initializer": keras.initializers.GlorotUniform,
         "infer_logits_to_pickle": False,
     },
     "loss": CTCLoss,

@@ -65,7 +65,8 @@ class FullyConnectedCTCDecoder(Decoder):
                                       "In infer mode, also dump {wav_filename: logits}."),
       "infer_logits_file": Param((str, None), None,
                                  "Where the logits go (default: <logdir>/infer_logits.pickle)."),
-      "decoder_library_path": Param(AnyType, None, "Ignored: TF1 custom op of OpenSeq2Seq."),
+      "decoder_library_path": Param(AnyType, None, "Ignored: OpenSeq2Seq's TF 1 custom op; "
+                                    "the built-in beam decoder needs none."),
       "trie_path": Param(AnyType, None, "Ignored: the LM decoder needs no trie."),
       "alphabet_config_path": Param(AnyType, None, "Ignored: the data layer's vocab is used."),
   }

@@ -15,12 +15,13 @@ from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.transformer.attention import Attention, SelfAttention
 from open_seq2seq.parts.transformer.embedding_layer import EmbeddingSharedWeights
 from open_seq2seq.parts.transformer.ffn_layer import FeedForwardNetwork
+from open_seq2seq.parts.transformer.normalization import make_norm
 from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
                                                   check_shared_params, dropout,
                                                   dropout_seed_generator,
                                                   get_decoder_self_attention_bias,
-                                                  get_padding_bias, get_position_encoding,
-                                                  normalize_norm_params)
+                                                  get_padding_bias, get_padding_mask,
+                                                  get_position_encoding)
 from open_seq2seq.utils import keras_compat
 from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.params import Param
@@ -29,11 +30,12 @@ from open_seq2seq.utils.params import Param
 class TransformerDecoderLayer(keras.layers.Layer):
   """Causal self-attention, encoder-decoder attention and feed-forward sublayers."""
 
-  def __init__(self, params: dict, epsilon: float, initializer: Any, **kwargs):
+  def __init__(self, params: dict, initializer: Any, **kwargs):
     super().__init__(**kwargs)
     hidden, heads, policy = params["hidden_size"], params["num_heads"], self.dtype_policy
     residual = dict(hidden_size=hidden, dropout_rate=params["layer_postprocess_dropout"],
-                    norm_placement=params["norm_placement"], epsilon=epsilon, dtype=policy)
+                    norm_placement=params["norm_placement"],
+                    norm_params=params["norm_params"], dtype=policy)
     self.self_attention = SelfAttention(hidden, heads, params["attention_dropout"],
                                         initializer, dtype=policy, name="self_attention")
     self.self_attention_norm = ResidualNorm(**residual, name="self_attention_wrapper")
@@ -51,18 +53,23 @@ class TransformerDecoderLayer(keras.layers.Layer):
 
   def call(self, x: tf.Tensor, memory: tf.Tensor | None, self_bias: tf.Tensor | None,
            memory_bias: tf.Tensor, cache: dict | None = None, memory_kv: tuple | None = None,
-           training: bool | None = None):
-    """Returns outputs, or ``(outputs, new_cache)`` when decoding with a ``cache``."""
-    y = self.self_attention(self.self_attention_norm.pre(x), self_bias, cache=cache,
+           training: bool | None = None, padding_mask: tf.Tensor | None = None):
+    """Returns outputs, or ``(outputs, new_cache)`` when decoding with a ``cache``.
+
+    ``padding_mask`` (bool [B, T], True at real target positions) feeds batch norm's
+    training statistics; incremental decoding runs with moving statistics and needs none.
+    """
+    norm = dict(training=training, padding_mask=padding_mask)
+    y = self.self_attention(self.self_attention_norm.pre(x, **norm), self_bias, cache=cache,
                             training=training)
     if cache is not None:
       y, cache = y
-    x = self.self_attention_norm.post(x, y, training)
-    y = self.encdec_attention(self.encdec_attention_norm.pre(x), memory, memory_bias,
+    x = self.self_attention_norm.post(x, y, **norm)
+    y = self.encdec_attention(self.encdec_attention_norm.pre(x, **norm), memory, memory_bias,
                               memory_kv=memory_kv, training=training)
-    x = self.encdec_attention_norm.post(x, y, training)
-    y = self.ffn(self.ffn_norm.pre(x), training=training)
-    x = self.ffn_norm.post(x, y, training)
+    x = self.encdec_attention_norm.post(x, y, **norm)
+    y = self.ffn(self.ffn_norm.pre(x, **norm), training=training)
+    x = self.ffn_norm.post(x, y, **norm)
     return x if cache is None else (x, cache)
 
 
@@ -124,7 +131,6 @@ class TransformerDecoder(Decoder):
     self.vocab_size = resolve_size(p, "tgt_vocab_size", vocab_size, "decoder_params")
     # Set outside Keras attribute tracking (see reuse_embeddings).
     keras_compat.set_untracked(self, "_shared_embedding", None)
-    epsilon = normalize_norm_params(p["norm_params"], "decoder_params")
     initializer = self.kernel_initializer()
     policy = self.dtype_policy
     hidden = p["hidden_size"]
@@ -140,12 +146,12 @@ class TransformerDecoder(Decoder):
       self.output_projection = keras.layers.Dense(
           units, kernel_initializer=initializer, dtype=policy, name="output_projection")
     self.decoder_layers = [
-        TransformerDecoderLayer(p, epsilon, initializer, dtype=policy, name=f"layer_{i}")
+        TransformerDecoderLayer(p, initializer, dtype=policy, name=f"layer_{i}")
         for i in range(p["num_hidden_layers"])]
     self.output_normalization = None
     if p["norm_placement"] == "pre":
-      self.output_normalization = keras.layers.LayerNormalization(
-          epsilon=epsilon, dtype=policy, name="output_normalization")
+      self.output_normalization = make_norm(p["norm_params"], dtype=policy,
+                                            name="output_normalization")
     # Everything is built now: variables get nested paths (decoder/layer_0/...) and exist
     # before the first tf.function trace (decoding runs the layers inside a while_loop,
     # where no variable may be created).
@@ -197,10 +203,12 @@ class TransformerDecoder(Decoder):
                         "over; call decoder.reuse_embeddings(encoder.embedding_softmax_layer)")
     return self._shared_embedding
 
-  def _logits(self, x: tf.Tensor, embedding: EmbeddingSharedWeights) -> tf.Tensor:
+  def _logits(self, x: tf.Tensor, embedding: EmbeddingSharedWeights,
+              training: bool | None = False, padding_mask: tf.Tensor | None = None
+              ) -> tf.Tensor:
     """Final norm and projection: [..., hidden] -> float32 [..., vocab]."""
     if self.output_normalization is not None:
-      x = self.output_normalization(x)
+      x = self.output_normalization(x, padding_mask=padding_mask, training=training)
     if self.output_projection is None:
       logits = embedding.linear(x)
     else:
@@ -225,13 +233,15 @@ class TransformerDecoder(Decoder):
     if input_dict.get("target_tensors") is None:
       return self._predict(encoder_output, embedding)
     targets, target_lengths = input_dict["target_tensors"]
-    logits = self._teacher_forcing(targets, encoder_output, embedding, training)
+    logits = self._teacher_forcing(targets, target_lengths, encoder_output, embedding,
+                                   training)
     return {"logits": logits,
             "outputs": tf.argmax(logits, axis=-1, output_type=tf.int32),
             "final_sequence_lengths": tf.cast(target_lengths, tf.int32)}
 
-  def _teacher_forcing(self, targets: tf.Tensor, encoder_output: dict,
-                       embedding: EmbeddingSharedWeights, training: bool | None) -> tf.Tensor:
+  def _teacher_forcing(self, targets: tf.Tensor, target_lengths: tf.Tensor,
+                       encoder_output: dict, embedding: EmbeddingSharedWeights,
+                       training: bool | None) -> tf.Tensor:
     memory, _, memory_bias = self._memory(encoder_output)
     targets = tf.cast(targets, tf.int32)
     go = tf.fill([tf.shape(targets)[0], 1], self.params["GO_SYMBOL"])
@@ -240,11 +250,13 @@ class TransformerDecoder(Decoder):
     x = embedding(inputs)
     x += tf.cast(get_position_encoding(length, self.params["hidden_size"]), x.dtype)
     x = dropout(x, self.params["layer_postprocess_dropout"], training, self.seed_generator)
-    # Target padding needs no mask: it sits at the end, after every real position.
+    # Target padding needs no attention mask: it sits at the end, after every real position.
+    # Batch norm's statistics do: the inputs GO, y_0 .. y_{n-2} of a target of n ids are real.
     self_bias = get_decoder_self_attention_bias(length, x.dtype)
+    mask = get_padding_mask(tf.cast(target_lengths, tf.int32), length)
     for layer in self.decoder_layers:
-      x = layer(x, memory, self_bias, memory_bias, training=training)
-    return self._logits(x, embedding)
+      x = layer(x, memory, self_bias, memory_bias, training=training, padding_mask=mask)
+    return self._logits(x, embedding, training, mask)
 
   def _predict(self, encoder_output: dict, embedding: EmbeddingSharedWeights) -> dict:
     p = self.params

@@ -50,7 +50,7 @@ class DeepSpeech2Encoder(Encoder):
       "rnn_cell_dim": Param(int, 512, "Units per direction."),
       "rnn_type": Param(str, "cudnn_gru", "GRU or LSTM.", choices=RNN_TYPES),
       "rnn_unidirectional": Param(bool, False, "Forward-only recurrent layers."),
-      "use_cudnn_rnn": Param(bool, True, "Accepted for OpenSeq2Seq configs (Keras chooses)."),
+      "use_cudnn_rnn": Param(bool, True, "Ignored: Keras picks the fused kernel itself."),
       "row_conv": Param(bool, False, "Row (look-ahead) convolution after the RNNs."),
       "row_conv_width": Param(int, 8, "Frames of look-ahead of the row convolution."),
       "n_hidden": Param(int, 1024, "Units of the final fully connected layer."),
@@ -59,7 +59,7 @@ class DeepSpeech2Encoder(Encoder):
       "bn_momentum": Param(float, 0.99, "Batch-norm moving-average momentum."),
       "bn_epsilon": Param(float, 1e-3, "Batch-norm epsilon."),
       **INITIALIZER_PARAMS,
-      "data_format": Param(str, "channels_last", "Accepted for OpenSeq2Seq configs.",
+      "data_format": Param(str, "channels_last", "Ignored: the layout is internal (channels last).",
                            choices=("channels_first", "channels_last", "BCTF", "BTFC", "BCFT",
                                     "BFTC")),
   }

@@ -58,15 +58,15 @@ class TDNNEncoder(Encoder):
                              choices=NORMALIZATIONS),
       "bn_momentum": Param(float, 0.9, "Batch-norm moving-average momentum."),
       "bn_epsilon": Param(float, 1e-3, "Batch-norm epsilon."),
-      "use_conv_mask": Param(bool, True, "Accepted for OpenSeq2Seq configs: padded frames are "
-                             "always zeroed before every convolution."),
+      "use_conv_mask": Param(bool, True, "Ignored: padded frames are always zeroed before "
+                             "every convolution."),
       "drop_block_prob": Param(float, 0.0,
                                "Probability of dropping a residual block's conv branch in training."),
       "drop_block_index": Param(int, -1,
                                 "-1: drop_block_prob applies to every residual block; i: only block i."),
       **INITIALIZER_PARAMS,
-      "data_format": Param(str, "channels_last", "Accepted for OpenSeq2Seq configs (layout is "
-                           "internal).", choices=("channels_first", "channels_last")),
+      "data_format": Param(str, "channels_last", "Ignored: the layout is internal (channels "
+                           "last).", choices=("channels_first", "channels_last")),
   }
 
   def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str = "encoder",

@@ -1,5 +1,6 @@
 """Transformer encoder (Vaswani et al. 2017): embeddings + positions, then a stack of
-self-attention and feed-forward layers with residual connections and layer norm."""
+self-attention and feed-forward layers with residual connections and normalization (layer
+norm, or OpenSeq2Seq's L1 layer norm or batch norm)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts.transformer.attention import SelfAttention
 from open_seq2seq.parts.transformer.embedding_layer import EmbeddingSharedWeights
 from open_seq2seq.parts.transformer.ffn_layer import FeedForwardNetwork
+from open_seq2seq.parts.transformer.normalization import make_norm
 from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
                                                   check_shared_params, dropout,
                                                   dropout_seed_generator,
-                                                  get_padding_bias, get_position_encoding,
-                                                  normalize_norm_params)
+                                                  get_padding_bias, get_padding_mask,
+                                                  get_position_encoding)
 from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.params import Param
 
@@ -25,11 +27,12 @@ from open_seq2seq.utils.params import Param
 class TransformerEncoderLayer(keras.layers.Layer):
   """Self-attention then feed-forward, each wrapped in :class:`ResidualNorm`."""
 
-  def __init__(self, params: dict, epsilon: float, initializer: Any, **kwargs):
+  def __init__(self, params: dict, initializer: Any, **kwargs):
     super().__init__(**kwargs)
     hidden, policy = params["hidden_size"], self.dtype_policy
     residual = dict(hidden_size=hidden, dropout_rate=params["layer_postprocess_dropout"],
-                    norm_placement=params["norm_placement"], epsilon=epsilon, dtype=policy)
+                    norm_placement=params["norm_placement"],
+                    norm_params=params["norm_params"], dtype=policy)
     self.self_attention = SelfAttention(hidden, params["num_heads"],
                                         params["attention_dropout"], initializer, dtype=policy,
                                         name="self_attention")
@@ -42,11 +45,14 @@ class TransformerEncoderLayer(keras.layers.Layer):
     for layer in (self.self_attention, self.self_attention_norm, self.ffn, self.ffn_norm):
       layer.build()
 
-  def call(self, x: tf.Tensor, bias: tf.Tensor, training: bool | None = None) -> tf.Tensor:
-    y = self.self_attention(self.self_attention_norm.pre(x), bias, training=training)
-    x = self.self_attention_norm.post(x, y, training)
-    y = self.ffn(self.ffn_norm.pre(x), training=training)
-    return self.ffn_norm.post(x, y, training)
+  def call(self, x: tf.Tensor, bias: tf.Tensor, training: bool | None = None,
+           padding_mask: tf.Tensor | None = None) -> tf.Tensor:
+    """``padding_mask``: bool [B, T], True at real positions (batch norm's statistics)."""
+    norm = dict(training=training, padding_mask=padding_mask)
+    y = self.self_attention(self.self_attention_norm.pre(x, **norm), bias, training=training)
+    x = self.self_attention_norm.post(x, y, **norm)
+    y = self.ffn(self.ffn_norm.pre(x, **norm), training=training)
+    return self.ffn_norm.post(x, y, **norm)
 
 
 class TransformerEncoder(Encoder):
@@ -74,8 +80,9 @@ class TransformerEncoder(Encoder):
       **SHARED_PARAMS,
       "src_vocab_size": Param((int, None), None,
                               "Source vocabulary size (default: from the data layer)."),
-      "remove_padding": Param(bool, True, "OpenSeq2Seq compatibility; accepted and ignored "
-                              "(the feed-forward network runs on padded positions too)."),
+      "remove_padding": Param(bool, True, "Ignored: OpenSeq2Seq's speed-up that ran the "
+                              "feed-forward network on non-padding positions only; outputs at "
+                              "real positions are the same without it."),
   }
 
   def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
@@ -87,20 +94,18 @@ class TransformerEncoder(Encoder):
       raise ConfigError(f"encoder_params/encoder_layers: must be positive, "
                         f"got {self.params['encoder_layers']}")
     self.vocab_size = resolve_size(self.params, "src_vocab_size", vocab_size, "encoder_params")
-    epsilon = normalize_norm_params(self.params["norm_params"], "encoder_params")
     initializer = self.kernel_initializer()
     policy = self.dtype_policy
     self.embedding_softmax_layer = EmbeddingSharedWeights(
         self.vocab_size, self.params["hidden_size"], self.params["pad_embeddings_2_eight"],
         self.params["scale_embeddings"], dtype=policy, name="embedding")
     self.encoder_layers = [
-        TransformerEncoderLayer(self.params, epsilon, initializer, dtype=policy,
-                                name=f"layer_{i}")
+        TransformerEncoderLayer(self.params, initializer, dtype=policy, name=f"layer_{i}")
         for i in range(self.params["encoder_layers"])]
     self.output_normalization = None
     if self.params["norm_placement"] == "pre":
-      self.output_normalization = keras.layers.LayerNormalization(
-          epsilon=epsilon, dtype=policy, name="output_normalization")
+      self.output_normalization = make_norm(self.params["norm_params"], dtype=policy,
+                                            name="output_normalization")
     # Everything is built now: variables get nested paths (encoder/layer_0/...) and exist
     # before the first tf.function trace.
     self.build()
@@ -118,14 +123,15 @@ class TransformerEncoder(Encoder):
     lengths = tf.cast(lengths, tf.int32)
     length = tf.shape(ids)[1]
     bias = get_padding_bias(lengths, length, self.compute_dtype)
+    mask = get_padding_mask(lengths, length)
 
     x = self.embedding_softmax_layer(ids)
     x += tf.cast(get_position_encoding(length, self.params["hidden_size"]), x.dtype)
     x = dropout(x, self.params["layer_postprocess_dropout"], training, self.seed_generator)
     for layer in self.encoder_layers:
-      x = layer(x, bias, training=training)
+      x = layer(x, bias, training=training, padding_mask=mask)
     if self.output_normalization is not None:
-      x = self.output_normalization(x)
+      x = self.output_normalization(x, padding_mask=mask, training=training)
     return {
         "outputs": x,
         "src_lengths": lengths,

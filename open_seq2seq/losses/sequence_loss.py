@@ -55,7 +55,8 @@ class PaddedCrossEntropyLossWithSmoothing(Loss):
                                       "Vocabulary padded to a multiple of 8 (as the decoder)."),
       "tgt_vocab_size": Param((int, None), None,
                               "Target vocabulary size (default: the data's, or logits')."),
-      "batch_size": Param((int, None), None, "Accepted for OpenSeq2Seq compatibility; unused."),
+      "batch_size": Param((int, None), None,
+                          "Ignored: the batch size is the logits' first dimension."),
   }
 
   def __init__(self, params: dict[str, Any] | None = None, *, vocab_size: int | None = None,
@@ -127,8 +128,10 @@ class BasicSequenceLoss(Loss):
       "average_across_timestep": Param(bool, False,
                                        "Weight by tokens (True) or by sequences (False)."),
       "do_mask": Param(bool, True, "Ignore positions past each target's length."),
-      "tgt_vocab_size": Param((int, None), None, "Accepted for OpenSeq2Seq compatibility."),
-      "batch_size": Param((int, None), None, "Accepted for OpenSeq2Seq compatibility; unused."),
+      "tgt_vocab_size": Param((int, None), None,
+                              "Ignored: the vocabulary size is the logits' last dimension."),
+      "batch_size": Param((int, None), None,
+                          "Ignored: the batch size is the logits' first dimension."),
   }
 
   def __init__(self, params: dict[str, Any] | None = None, *,

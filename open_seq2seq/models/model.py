@@ -21,7 +21,9 @@ import tensorflow as tf
 
 from open_seq2seq.data.description import DataDescription
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.optimizers.larc import LARC_PARAMS_TYPE
 from open_seq2seq.outputs import InferenceOutput, SampleSummary, TextLines
+from open_seq2seq.training.step_summaries import SUMMARY_NAMES, SUMMARY_NAMES_TYPE
 from open_seq2seq.utils.initializers import make_initializer
 from open_seq2seq.utils.params import AnyType, Configurable, Param, callable_or_class
 
@@ -93,8 +95,10 @@ class Model(Configurable):
       "load_model": Param((str, None), None,
                           "Initialise from another run's checkpoint (match by name and shape)."),
       "random_seed": Param((int, None), None, "Seed of TensorFlow, NumPy and Python RNGs."),
-      "summaries": Param(list, ["learning_rate", "global_gradient_norm", "loss_scale"],
-                         "Extra TensorBoard scalars to write."),
+      "summaries": Param(SUMMARY_NAMES_TYPE, ["learning_rate", "global_gradient_norm",
+                                              "loss_scale"],
+                         "TensorBoard summaries to write besides the loss: "
+                         + ", ".join(SUMMARY_NAMES) + "."),
       "bench_start": Param(int, 10, "With --benchmark, steps excluded as warm-up."),
       # --- optimisation
       "optimizer": Param((str, callable_or_class), "Adam",
@@ -104,9 +108,14 @@ class Model(Configurable):
                          "Learning-rate policy function from optimizers.lr_policies."),
       "lr_policy_params": Param(dict, {}, "Keyword arguments of the learning-rate policy."),
       "max_grad_norm": Param((float, None), None, "Clip gradients to this global norm."),
+      "larc_params": Param((LARC_PARAMS_TYPE, None), None,
+                           "LARC: rescale each variable's gradient by its trust ratio "
+                           "(optimizers/larc.py)."),
       "regularizer": Param((callable_or_class, None), None,
                            "Weight regularizer class, e.g. keras.regularizers.L2."),
       "regularizer_params": Param(dict, {}, "Keyword arguments of the regularizer."),
+      "use_xla_jit": Param(bool, False, "Compile each replica's forward and backward pass "
+                           "with XLA (--use_xla_jit)."),
       "freeze_variables_regex": Param((str, None), None,
                                       "Trainable variables whose name matches are frozen."),
       # --- precision

@@ -1,20 +1,23 @@
-"""Optimizers, learning-rate policies, regularization and variable freezing."""
+"""Optimizers, learning-rate policies, LARC, regularization and variable freezing."""
 
 from open_seq2seq.optimizers import lr_policies
+from open_seq2seq.optimizers.larc import LARC_PARAMS, apply_larc
 from open_seq2seq.optimizers.lr_policies import (POLICIES, LRPolicySchedule,
                                                  complete_lr_policy_params, cosine_decay,
                                                  exp_decay, fixed_lr, inv_poly_decay,
                                                  piecewise_constant, poly_decay,
                                                  policy_declarations, transformer_policy)
+from open_seq2seq.optimizers.novograd import NovoGrad
 from open_seq2seq.optimizers.optimizers import (OPTIMIZERS, REGULARIZERS, SUMMARIES,
                                                 freeze_filter, get_optimizer, is_regularized,
                                                 make_regularizer, optimizer_declarations,
                                                 regularization_loss, regularizer_declarations,
-                                                validate_optimizer_params)
+                                                validate_optimizer_params, variable_path)
 
 __all__ = ["lr_policies", "LRPolicySchedule", "POLICIES", "complete_lr_policy_params",
            "cosine_decay", "exp_decay", "fixed_lr", "inv_poly_decay", "piecewise_constant",
            "poly_decay", "policy_declarations", "transformer_policy", "OPTIMIZERS",
            "REGULARIZERS", "SUMMARIES", "freeze_filter", "get_optimizer", "is_regularized",
            "make_regularizer", "optimizer_declarations", "regularization_loss",
-           "regularizer_declarations", "validate_optimizer_params"]
+           "regularizer_declarations", "validate_optimizer_params", "variable_path",
+           "NovoGrad", "LARC_PARAMS", "apply_larc"]

@@ -15,8 +15,10 @@ Differences from TF 1 worth knowing:
 * ``Momentum`` is Keras SGD with momentum: ``v = m v - lr g; w += v`` versus TF 1's
   ``a = m a + g; w -= lr a`` -- identical while the learning rate is constant.
 * ``RMSProp`` starts its mean square at 0 (TF 1: at 1).
-* ``weight_decay`` is Keras' decoupled decay ``w -= lr * weight_decay * w`` for every
+* ``weight_decay`` is Keras' decoupled decay ``w -= lr * weight_decay * w`` for every Keras
   optimizer (tf.contrib's AdamW did not multiply by ``lr``: divide such a value by the rate).
+  ``NovoGrad`` (:mod:`open_seq2seq.optimizers.novograd`) keeps OpenSeq2Seq's meaning: the
+  decay is added to the normalised gradient, inside the momentum.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import keras
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.optimizers.novograd import NovoGrad
 from open_seq2seq.utils.params import (REQUIRED, Param, join_path, signature_params,
                                        unknown_key_error, validate_params)
 
@@ -43,6 +46,7 @@ OPTIMIZERS: dict[str, type] = {
     "RMSProp": keras.optimizers.RMSprop,
     "Adagrad": keras.optimizers.Adagrad,
     "Ftrl": keras.optimizers.Ftrl,
+    "NovoGrad": NovoGrad,
 }
 
 #: TF 1 keyword -> Keras keyword, per Keras class (subclasses included).
@@ -105,6 +109,8 @@ SUMMARIES = {
     "RMSProp": "keras.optimizers.RMSprop (mean square starts at 0; TF 1: at 1).",
     "Adagrad": "keras.optimizers.Adagrad.",
     "Ftrl": "keras.optimizers.Ftrl.",
+    "NovoGrad": "OpenSeq2Seq's NovoGrad: momentum SGD on layer-wise normalised gradients "
+                "(open_seq2seq.optimizers.novograd.NovoGrad).",
 }
 
 #: Types of Keras keys whose default (None) does not tell the type.
@@ -149,8 +155,11 @@ def optimizer_declarations(optimizer: str | Callable) -> dict[str, Param]:
   if isinstance(klass, type) and issubclass(klass, keras.optimizers.Optimizer):
     for key in _REDIRECTS:
       declared.pop(key, None)
+    # Keras' docstrings run to paragraphs: use the one-liners; optimizers of this project
+    # document their own keys (NovoGrad's weight_decay is not Keras' decoupled one).
+    own_docs = klass.__module__.startswith("open_seq2seq.")
     for key in declared:
-      if key in _DOCS:
+      if key in _DOCS and not (own_docs and declared[key].doc):
         declared[key] = dataclasses.replace(declared[key], doc=_DOCS[key])
     for key, types in _NONE_DEFAULT_TYPES.items():
       if key in declared and declared[key].default is None:
@@ -208,8 +217,8 @@ def get_optimizer(optimizer: str | Callable, optimizer_params: Mapping | None = 
 
   Args:
     optimizer: "Adam", "AdamW", "LazyAdam" (= Adam), "SGD", "Momentum" (SGD with momentum),
-      "RMSProp", "Adagrad" or "Ftrl" (any case), or a ``keras.optimizers.Optimizer`` subclass
-      (or a factory returning an optimizer).
+      "RMSProp", "Adagrad", "Ftrl" or "NovoGrad" (any case), or a ``keras.optimizers.Optimizer``
+      subclass (or a factory returning an optimizer).
     optimizer_params: keyword arguments; TF 1 names (``beta1``, ``beta2``,
       ``use_nesterov``, RMSProp's ``decay``) are translated to Keras ones.
     learning_rate: a float, a zero-argument callable or a ``LearningRateSchedule`` (e.g.
@@ -259,7 +268,7 @@ def is_regularized(variable: Any) -> bool:
   """Kernels and embeddings: trainable weights of rank >= 2 that are not biases or norms."""
   if not getattr(variable, "trainable", True):
     return False
-  path = _variable_path(variable)
+  path = variable_path(variable)
   parts = path.split("/")
   if _NOT_REGULARIZED.search(parts[-1]):
     return False
@@ -346,7 +355,8 @@ def regularization_loss(variables: Iterable, regularizer: Any,
 
 
 # ----------------------------------------------------------------------------- freezing
-def _variable_path(variable: Any) -> str:
+def variable_path(variable: Any) -> str:
+  """A variable's Keras path (``"encoder/dense/kernel"``), or its TF name without ``:0``."""
   path = getattr(variable, "path", None) or variable.name
   return path[:-2] if path.endswith(":0") else path
 
@@ -365,9 +375,9 @@ def freeze_filter(variables: Iterable, regex: str | None) -> list:
   except re.error as e:
     raise ConfigError(f"freeze_variables_regex: {regex!r} is not a valid regular "
                       f"expression: {e}") from None
-  return [v for v in trainable if not pattern.match(_variable_path(v))]
+  return [v for v in trainable if not pattern.match(variable_path(v))]
 
 
 __all__ = ["OPTIMIZERS", "SUMMARIES", "REGULARIZERS", "get_optimizer", "optimizer_declarations",
            "validate_optimizer_params", "regularizer_declarations", "make_regularizer",
-           "regularization_loss", "is_regularized", "freeze_filter"]
+           "regularization_loss", "is_regularized", "freeze_filter", "variable_path"]

@@ -3,7 +3,7 @@
 :class:`StepStats` measures throughput (steps/s and the data layer's own unit per second:
 tokens, seconds of audio ...); :class:`Reporter` decides what the chief prints and writes
 at each step (loss lines, scalars, samples); :class:`Summaries` writes TensorBoard events
-and a JSONL copy of every scalar.
+and a JSONL copy of the run-level scalars.
 """
 
 from __future__ import annotations
@@ -25,38 +25,6 @@ def log(message: str, stream: TextIO | None = None) -> None:
   stream = stream or sys.stdout
   stream.write(f"[{time.strftime('%H:%M:%S')}] {message}\n")
   stream.flush()
-
-
-class Tee:
-  """Writes to a stream and to a log file (``--enable_logs``)."""
-
-  def __init__(self, stream: TextIO, path: str):
-    self._stream = stream
-    self._file = open(path, "a", encoding="utf-8", buffering=1)
-
-  def write(self, data: str) -> int:
-    self._file.write(data)
-    return self._stream.write(data)
-
-  def flush(self) -> None:
-    self._stream.flush()
-    self._file.flush()
-
-  def isatty(self) -> bool:
-    return self._stream.isatty()
-
-  def fileno(self) -> int:
-    return self._stream.fileno()
-
-
-def enable_file_logs(logdir: str, argv: list[str]) -> None:
-  """Copies stdout/stderr into ``logdir/logs/`` and records the command line."""
-  logs = os.path.join(logdir, "logs")
-  os.makedirs(logs, exist_ok=True)
-  with open(os.path.join(logs, "command.txt"), "a", encoding="utf-8") as f:
-    f.write(" ".join(argv) + "\n")
-  sys.stdout = Tee(sys.stdout, os.path.join(logs, "stdout.log"))
-  sys.stderr = Tee(sys.stderr, os.path.join(logs, "stderr.log"))
 
 
 class ProgressBar:
@@ -98,7 +66,7 @@ class ProgressBar:
 
 
 class Summaries:
-  """TensorBoard scalars and a JSONL copy, written by the chief only."""
+  """TensorBoard scalars (with a JSONL copy), histograms and samples, written by the chief."""
 
   def __init__(self, logdir: str | None, subdir: str = ""):
     self._writer = None
@@ -107,17 +75,29 @@ class Summaries:
       self._writer = tf.summary.create_file_writer(os.path.join(logdir, subdir))
       self._jsonl = os.path.join(logdir, "metrics.jsonl")
 
-  def scalars(self, step: int, values: dict[str, float], prefix: str = "") -> None:
-    if self._writer is None:
+  def scalars(self, step: int, values: dict[str, float], prefix: str = "",
+              jsonl: bool = True) -> None:
+    """Scalars in TensorBoard, and in ``metrics.jsonl`` unless ``jsonl`` is False."""
+    if self._writer is None or not values:
       return
     with self._writer.as_default(step=step):
       for name, value in values.items():
         tf.summary.scalar(prefix + name, value)
     self._writer.flush()
+    if not jsonl:
+      return
     record = {"step": step, **{prefix + k: float(v) for k, v in values.items()}}
     with open(self._jsonl, "a", encoding="utf-8") as f:
       f.write(json.dumps(record) + "\n")
 
+  def histograms(self, step: int, values: dict[str, Any], prefix: str = "") -> None:
+    """TensorBoard histograms of tensors or arrays (``gradients/<path>`` ...)."""
+    if self._writer is None or not values:
+      return
+    with self._writer.as_default(step=step):
+      for name, value in values.items():
+        tf.summary.histogram(prefix + name, value)
+    self._writer.flush()
 
   def samples(self, step: int, items: Sequence[SampleSummary], prefix: str = "") -> None:
     """Images, audio clips and text a model made of a sample batch (TensorBoard only)."""
@@ -214,8 +194,14 @@ class Reporter:
       log(message)
 
   def step(self, step: int, values: dict[str, Any],
-           samples: Callable[[], tuple[list[str], list[SampleSummary]]] | None = None) -> None:
-    """Scalars, the console loss line and samples when they are due at ``step``."""
+           samples: Callable[[], tuple[list[str], list[SampleSummary]]] | None = None,
+           variable_summaries: Any = None) -> None:
+    """Scalars, the console loss line and samples when they are due at ``step``.
+
+    Args:
+      variable_summaries: the step's per-variable summaries (a ``VariableSummaries`` from
+        :mod:`open_seq2seq.training.step_summaries`), or None; read only when due.
+    """
     if not self.is_chief:
       return
     params = self.params
@@ -224,7 +210,13 @@ class Reporter:
       for name in params["summaries"]:
         if name in values and (name != "loss_scale" or self.has_loss_scale):
           scalars[name] = float(values[name])
+      if "global_clipped_gradient_norm" in values and "global_gradient_norm" in scalars:
+        scalars["global_clipped_gradient_norm"] = float(values["global_clipped_gradient_norm"])
       self.summaries.scalars(step, scalars, prefix="train/")
+      if variable_summaries is not None:
+        # One tag per variable: TensorBoard only, under OpenSeq2Seq's top-level names.
+        self.summaries.scalars(step, variable_summaries.scalars(), jsonl=False)
+        self.summaries.histograms(step, variable_summaries.histograms())
     if every(params["print_loss_steps"], step):
       seconds, rate = self.stats.window()
       log(f"step {step:>6} | epoch {step / self.steps_per_epoch:6.2f} | "

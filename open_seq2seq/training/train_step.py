@@ -8,7 +8,12 @@
   replicas and processes; gradients are divided by the global weight (real target tokens or
   utterances) and by the loss scale, so a step equals one large batch whatever the split;
 * non-finite gradients skip the update (weights, optimizer state and step untouched);
-  otherwise regularization, clipping by global norm and the optimizer update follow.
+  otherwise regularization, clipping by global norm, LARC (``larc_params``) and the optimizer
+  update follow, in OpenSeq2Seq's order.
+
+Per-variable summaries (``gradients``, ``gradient_norm``, ``larc_summaries`` ...) add tensors
+to the step's results only when the config asks for them (see
+:mod:`open_seq2seq.training.step_summaries`).
 
 The global step is the optimizer's update counter, so skipped steps do not advance it and the
 learning-rate schedule (which reads it) resumes exactly from a checkpoint.
@@ -22,8 +27,10 @@ import tensorflow as tf
 
 from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.models.model import Model
-from open_seq2seq.optimizers import (LRPolicySchedule, complete_lr_policy_params,
-                                     freeze_filter, get_optimizer, regularization_loss)
+from open_seq2seq.optimizers import (LRPolicySchedule, apply_larc, complete_lr_policy_params,
+                                     freeze_filter, get_optimizer, regularization_loss,
+                                     variable_path)
+from open_seq2seq.training import step_summaries
 from open_seq2seq.training.loss_scaling import make_loss_scaler
 from open_seq2seq.training.reporting import log
 from open_seq2seq.utils import precision
@@ -61,6 +68,8 @@ class TrainStep:
     # a scaler: such steps are skipped rather than written into the weights.
     self.float16_compute = any(layer.compute_dtype == "float16" for layer in model.layers)
     self._guard_overflow = self.loss_scaler is not None or self.float16_compute
+    self.larc_params = params.get("larc_params")
+    self.summary_names = list(params.get("summaries") or [])
     with backend.strategy.scope():
       self.optimizer = get_optimizer(params["optimizer"], params["optimizer_params"],
                                      learning_rate(params, max_steps, steps_per_epoch))
@@ -97,6 +106,8 @@ class TrainStep:
       self.variables = self._select_trainable(is_chief)
       self.optimizer.build(self.variables)
     self.backend.broadcast_variables(self.model.variables + list(self.optimizer.variables))
+    if is_chief and "larc_summaries" in self.summary_names and self.larc_params is None:
+      log("warning: summaries has 'larc_summaries' but larc_params is not set: nothing to write")
 
   def _select_trainable(self, is_chief: bool) -> list:
     variables = self.model.trainable_variables
@@ -151,7 +162,9 @@ class TrainStep:
 
   # ------------------------------------------------------------------ cross replica
   def apply(self, grads: list, loss_sum, weight, units) -> dict:
-    """Cross-replica part of a step: normalise, check, regularise, clip, update."""
+    """Cross-replica part of a step: normalise, check, regularise, clip, LARC, update."""
+    # The rate of this update (the schedule reads the update counter, advanced below).
+    lr = tf.cast(self.optimizer.learning_rate, tf.float32)
     scale = self.loss_scaler.scale if self.loss_scaler is not None else tf.constant(1.0)
     denom = tf.maximum(weight, 1.0)
     inverse = 1.0 / (denom * scale)
@@ -161,13 +174,20 @@ class TrainStep:
       amax = tf.reduce_max([tf.reduce_max(tf.abs(g)) for g in grads])
       self.loss_scaler.update(amax, finite)
     loss = loss_sum / denom
-    if self.params["regularizer"] is not None:
+    if self.params["regularizer"] is not None or self._has_weight_penalties:
       grads, reg = self._add_regularization(grads)
       loss += reg
     grad_norm = tf.linalg.global_norm(grads)
+    values = {"global_gradient_norm": grad_norm}
     if self.params["max_grad_norm"] is not None:
       grads, _ = tf.clip_by_global_norm(grads, self.params["max_grad_norm"],
                                         use_norm=grad_norm)
+      if "global_gradient_norm" in self.summary_names:
+        values["global_clipped_gradient_norm"] = tf.linalg.global_norm(grads)
+    summarised, larc_values = grads, None  # gradient summaries show them before LARC
+    if self.larc_params is not None:
+      grads, larc_values = apply_larc(grads, self.variables, lr, **self.larc_params)
+    extras = step_summaries.step_tensors(self.summary_names, summarised, larc_values)
 
     def update():
       self.optimizer.apply_gradients(zip(grads, self.variables))
@@ -179,30 +199,62 @@ class TrainStep:
       return tf.constant(1, tf.int64)
 
     skipped = tf.cond(finite, update, skip) if self._guard_overflow else update()
-    return {"loss": loss, "learning_rate": tf.cast(self.optimizer.learning_rate, tf.float32),
-            "global_gradient_norm": grad_norm, "loss_scale": scale, "units": units,
-            "skipped": skipped}
+    values.update(loss=loss, learning_rate=lr, loss_scale=scale, units=units, skipped=skipped)
+    if extras:
+      values["summaries"] = extras
+    return values
+
+  @property
+  def _has_weight_penalties(self) -> bool:
+    """Whether a component attached weight regularizers of its own (Keras layer losses)."""
+    return any(layer.losses for layer in self.model.layers)
 
   def _add_regularization(self, grads: list) -> tuple[list, tf.Tensor]:
+    """Adds the top-level regularizer's penalty and the components' own weight penalties
+    (e.g. ``norm_params/regularizer`` on batch-norm scales) to the loss and gradients."""
     with tf.GradientTape() as tape:
       reg = regularization_loss(self.variables, self.params["regularizer"],
                                 self.params["regularizer_params"])
+      for layer in self.model.layers:
+        for penalty in layer.losses:
+          reg += tf.cast(penalty, tf.float32)
     reg_grads = tape.gradient(reg, self.variables)
     grads = [g + tf.cast(tf.convert_to_tensor(r), tf.float32) if r is not None else g
              for g, r in zip(grads, reg_grads)]
     return grads, reg
 
   def function(self) -> Callable:
-    """``iterator -> dict of step values``: one update over ``iter_size`` batches."""
+    """``iterator -> dict of step values``: one update over ``iter_size`` batches.
+
+    With per-variable summaries in the config, the dict also holds ``"summaries"``: a
+    :class:`~open_seq2seq.training.step_summaries.VariableSummaries` (tensors, not numbers:
+    the Reporter reads them only at summary steps).
+    """
     iter_size = self.params["iter_size"]
 
     # autograph off: the step has no tensor-dependent Python control flow (components use
     # tf.while_loop / tf.cond themselves), and conversion only costs tracing time.
+    # XLA compiles each replica's forward and backward pass; reading the iterator and the
+    # cross-replica sum stay outside (XLA has no iterator or collective-launch ops).
+    replica_step = self.replica_step
+    if self.params["use_xla_jit"]:
+      replica_step = tf.function(self.replica_step, jit_compile=True, autograph=False)
+
     @tf.function(autograph=False)
     def train_step(iterator):
       batches = tuple(next(iterator) for _ in range(iter_size))
-      per_replica = self.backend.run(self.replica_step, args=(batches,))
+      per_replica = self.backend.run(replica_step, args=(batches,))
       grads, loss_sum, weight, units = self.backend.reduce_sum(per_replica)
       return self.apply(grads, loss_sum, weight, units)
 
-    return train_step
+    if not set(step_summaries.PER_VARIABLE) & set(self.summary_names):
+      return train_step
+    paths = [variable_path(v) for v in self.variables]
+
+    def train_step_with_summaries(iterator):
+      values = train_step(iterator)
+      values["summaries"] = step_summaries.VariableSummaries(
+          self.summary_names, self.variables, paths, values.pop("summaries", {}))
+      return values
+
+    return train_step_with_summaries

@@ -185,7 +185,9 @@ class Trainer:
     consecutive_skips = 0
     while step < max_steps:
       start = time.time()
-      values = {k: v.numpy() for k, v in train_step(self._data_iterator).items()}
+      outputs = train_step(self._data_iterator)
+      extras = outputs.pop("summaries", None)  # per-variable summaries, read when due
+      values = {k: v.numpy() for k, v in outputs.items()}
       step = self.global_step
       reporter.stats.add(time.time() - start, int(values["units"]))
       if values["skipped"]:
@@ -198,7 +200,7 @@ class Trainer:
                               f"diverged; lower the learning rate or clip gradients "
                               f"(max_grad_norm)")
       last = {k: float(v) for k, v in values.items()}
-      reporter.step(step, values, samples)
+      reporter.step(step, values, samples, extras)
       if not saving:
         continue
       if every(self.params["save_checkpoint_steps"], step):

@@ -44,6 +44,7 @@ def make_initializer(initializer: Any, initializer_params: Mapping | None = None
   params = dict(initializer_params or {})
   params_path = where.rsplit("/", 1)[0] + "/initializer_params" if "/" in where \
       else "initializer_params"
+  initializer = _glorot_spelling(initializer, params)
   if initializer is None:
     if params:
       raise ConfigError(f"{params_path}: given, but no initializer is set beside it")
@@ -65,6 +66,40 @@ def make_initializer(initializer: Any, initializer_params: Mapping | None = None
     raise ConfigError(f"{params_path}: given, but {where} is an instance, not a class; pass "
                       f"the class or drop the params")
   return initializer
+
+
+_GLOROT = (keras.initializers.GlorotUniform, keras.initializers.GlorotNormal)
+
+
+def _glorot_spelling(initializer: Any, params: dict) -> Any:
+  """TF 1's ``xavier_initializer(uniform=...)`` ported as a Glorot class: ``uniform`` picks
+  GlorotUniform or GlorotNormal (the same fan-average scaling; TF 1's normal variant was a
+  truncated normal too). Pops ``uniform`` from ``params``."""
+  if "uniform" not in params:
+    return initializer
+  klass = initializer_class(initializer) if isinstance(initializer, (str, type)) else None
+  if klass not in _GLOROT:
+    return initializer
+  return _GLOROT[0] if params.pop("uniform") else _GLOROT[1]
+
+
+#: The initializers the config reference documents (any Keras initializer works).
+DOCUMENTED = ("GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal", "LecunUniform",
+              "LecunNormal", "RandomUniform", "RandomNormal", "TruncatedNormal",
+              "VarianceScaling", "Orthogonal", "Constant", "Zeros", "Ones")
+
+
+def initializer_class(initializer: Any) -> type | None:
+  """The class a config's ``initializer`` names (a class or a Keras name), else None."""
+  if isinstance(initializer, type):
+    return initializer
+  if isinstance(initializer, str):
+    try:
+      return type(keras.initializers.get(initializer))
+    except ValueError:
+      raise ConfigError(f"initializer: unknown Keras initializer {initializer!r}; e.g. "
+                        f"'glorot_uniform', 'he_normal' or a keras.initializers class") from None
+  return None
 
 
 def fresh(initializer: Any) -> Any:
@@ -95,4 +130,4 @@ def kernel_initializer(params: Mapping[str, Any], default: Any, where: str) -> A
   return keras.initializers.GlorotUniform()
 
 
-__all__ = ["INITIALIZER_PARAMS", "make_initializer", "kernel_initializer", "fresh"]
+__all__ = ["INITIALIZER_PARAMS", "DOCUMENTED", "initializer_class", "make_initializer", "kernel_initializer", "fresh"]

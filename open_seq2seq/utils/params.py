@@ -61,6 +61,17 @@ class Param:
   def required(self) -> bool:
     return self.default is REQUIRED
 
+  @property
+  def ignored(self) -> str:
+    """Why setting this key changes nothing, or "" for a key that works.
+
+    A key kept only so that OpenSeq2Seq configs load says so in its doc, which starts with
+    ``"Ignored: "`` and the reason; a config that sets it gets a one-line notice
+    (:func:`open_seq2seq.slots.ignored_settings`).
+    """
+    prefix = "Ignored: "
+    return self.doc[len(prefix):].strip() if self.doc.startswith(prefix) else ""
+
   def type_tuple(self) -> tuple:
     types = self.types if isinstance(self.types, tuple) else (self.types,)
     return tuple(type(None) if t is None else t for t in types)

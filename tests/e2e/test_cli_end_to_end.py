@@ -246,6 +246,6 @@ def test_freeze_variables_and_enable_logs(trained, data_dir, tmp_path):
   for key in encoder:
     np.testing.assert_array_equal(before[key], after[key], err_msg=key)
   assert any(not np.array_equal(before[k], after[k]) for k in decoder)
-  logs = run / "logs"
-  assert "--enable_logs" in (logs / "command.txt").read_text()
-  assert "Freezing" in (logs / "stdout.log").read_text()
+  (record,) = (run / "logs").iterdir()  # one folder per run (tests/e2e/test_run_options.py)
+  assert "--enable_logs" in (record / "command.txt").read_text()
+  assert "Freezing" in (record / "stdout.log").read_text()

@@ -111,3 +111,14 @@ def test_model_level_initializer_needs_components_that_take_it():
 
   with pytest.raises(ConfigError, match="NoInit .the encoder. takes no initializer"):
     _text_model(encoder=NoInit, initializer="zeros")
+
+
+def test_tf1_xavier_uniform_flag_picks_the_glorot_variant():
+  assert isinstance(make_initializer(keras.initializers.GlorotUniform, {"uniform": False}),
+                    keras.initializers.GlorotNormal)
+  assert isinstance(make_initializer(keras.initializers.GlorotNormal, {"uniform": True}),
+                    keras.initializers.GlorotUniform)
+  assert isinstance(make_initializer("glorot_uniform", {"uniform": False, "seed": 3}),
+                    keras.initializers.GlorotNormal)
+  with pytest.raises(ConfigError, match="rejected"):
+    make_initializer(keras.initializers.HeNormal, {"uniform": False})

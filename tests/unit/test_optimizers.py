@@ -42,7 +42,7 @@ def test_unknown_optimizer_names_the_valid_ones():
   with pytest.raises(ConfigError, match="unknown optimizer 'Adamm'.*Adam, AdamW.*RMSProp"):
     get_optimizer("Adamm", {}, 0.1)
   with pytest.raises(ConfigError, match="unknown optimizer"):
-    optimizer_declarations("NovoGrad")
+    optimizer_declarations("Adadelta")
 
 
 def test_optimizer_class_is_accepted():

@@ -43,12 +43,14 @@ def test_table_and_model_declare_the_same_slots():
   declared = Model.declared_params()
   assert [s.name for s in slots.SLOTS] == ["data_layer", "encoder", "decoder", "loss",
                                           "optimizer", "lr_policy", "regularizer",
-                                          "loss_scaling"]
+                                          "initializer", "loss_scaling"]
   for slot in slots.SLOTS:
     assert slot.name in declared and slot.params_key in declared
     assert slots.slot_of(slot.params_key) is slot
-  # every *_params key of the model belongs to a slot: none escapes validation
-  assert {k for k in declared if k.endswith("_params")} == {s.params_key for s in slots.SLOTS}
+  # every *_params key of the model belongs to a slot or declares its own keys (larc_params):
+  # none escapes validation
+  unchecked = {k for k in declared if k.endswith("_params") and declared[k].nested() is None}
+  assert unchecked == {s.params_key for s in slots.SLOTS}
 
 
 def test_a_key_outside_the_table_is_rejected():
@@ -256,3 +258,38 @@ def test_backoff_typo_stops_load_config_before_data_is_read(tmp_path):
     cfg.load_config(str(path), "train", ["--loss_scaling_params/scale_mn=2.0"])
   assert cfg.load_config(str(path), "train")[1]["train"]["loss_scaling_params"][
       "step_window"] == 100
+
+
+# ----------------------------------------------------------------------------- ignored keys
+def test_keys_that_change_nothing_are_named_once_with_the_reason(tmp_path):
+  from open_seq2seq.decoders import FullyConnectedCTCDecoder
+  from open_seq2seq.encoders import DeepSpeech2Encoder
+  from open_seq2seq.models import Speech2Text
+  config = {
+      "encoder": DeepSpeech2Encoder,
+      "encoder_params": {"use_cudnn_rnn": False, "data_format": "channels_last",
+                         "n_hidden": 8},
+      "decoder": FullyConnectedCTCDecoder, "decoder_params": {"trie_path": "/x/trie"},
+  }
+  lines = slots.ignored_settings(Speech2Text, config)
+  # data_format is set to the default (what the encoder does anyway): no notice
+  assert lines == [
+      "encoder_params/use_cudnn_rnn: ignored: Keras picks the fused kernel itself.",
+      "decoder_params/trie_path: ignored: the LM decoder needs no trie."]
+
+
+def test_initializer_params_are_checked_against_the_chosen_initializer():
+  config = {"initializer": "random_normal", "initializer_params": {"stdev": 0.1}}
+  with pytest.raises(ConfigError, match="initializer_params/stdev.*'stddev'"):
+    slots.validate_slots(config)
+  with pytest.raises(ConfigError, match="initializer: unknown Keras initializer 'nope'"):
+    slots.validate_slots({"initializer": "nope"})
+  assert slots.validate_slots({"initializer": "random_normal",
+                               "initializer_params": {"stddev": 0.1}})[
+      "initializer_params"] == {"stddev": 0.1}
+
+
+def test_every_ignored_key_says_why():
+  from open_seq2seq.utils.params import Param
+  assert Param(int, 0, "Ignored: not needed here.").ignored == "not needed here."
+  assert Param(int, 0, "Works.").ignored == ""

@@ -81,10 +81,11 @@ class Speech2TextDataLayer(DataLayer):
       "cache_dir": Param((str, None), None,
                          "Feature cache folder (default: feature_cache/ next to the first CSV)."),
       "cache_regenerate": Param(bool, False, "Recompute and overwrite cached features."),
-      "backend": Param(str, "librosa", "Accepted for OpenSeq2Seq configs: features are always "
-                       "computed in numpy, matching librosa.", choices=("psf", "librosa")),
+      "backend": Param(str, "librosa", "Ignored: features are always computed in numpy with "
+                       "librosa's filters (python_speech_features, 'psf', is not used).",
+                       choices=("psf", "librosa")),
       "precompute_mel_basis": Param(bool, True,
-                                    "Accepted for OpenSeq2Seq configs: always precomputed."),
+                                    "Ignored: the mel basis is always computed once."),
   }
 
   def __init__(self, params: dict[str, Any], mode: str = "train", batch_size: int = 32,

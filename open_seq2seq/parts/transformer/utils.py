@@ -1,7 +1,7 @@
 """Helpers shared by the Transformer encoder and decoder stacks.
 
 Sinusoidal position encodings, attention biases (padding and causal masks), dropout, the
-pre/post layer-norm residual wrapper.
+pre/post-norm residual wrapper (the norm itself comes from :mod:`.normalization`).
 
 Attention biases are *additive*: 0 where attending is allowed and a large negative number
 where it is not. The attention layer adds them to float32 logits, but a bias may be stored in
@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.parts.transformer.normalization import NORM_PARAMS, make_norm
 from open_seq2seq.utils.initializers import INITIALIZER_PARAMS
 from open_seq2seq.utils.params import Param
 
@@ -31,11 +32,10 @@ SHARED_PARAMS = {
     "relu_dropout": Param(float, 0.1, "Dropout after the feed-forward ReLU."),
     "layer_postprocess_dropout": Param(
         float, 0.1, "Dropout on each sublayer's output (and on the input embeddings)."),
-    "norm_placement": Param(str, "pre", "Layer norm before each sublayer ('pre', with a final "
+    "norm_placement": Param(str, "pre", "Norm before each sublayer ('pre', with a final "
                             "norm) or after the residual addition ('post', the paper's).",
                             choices=("pre", "post")),
-    "norm_params": Param(dict, {}, "OpenSeq2Seq compatibility: {'type': 'layernorm_L2', "
-                         "'epsilon': 1e-6}; only layer norm is supported."),
+    "norm_params": NORM_PARAMS,
     "pad_embeddings_2_eight": Param(
         bool, False, "Pad the embedding matrix's vocabulary to a multiple of 8."),
     "scale_embeddings": Param(bool, True, "Multiply embeddings by sqrt(hidden_size)."),
@@ -122,47 +122,37 @@ def dropout(x: tf.Tensor, rate: float, training: bool | None,
   return keras.random.dropout(x, rate, seed=seed_generator)
 
 
-def normalize_norm_params(norm_params: dict | None, where: str) -> float:
-  """Checks OpenSeq2Seq's ``norm_params`` and returns the layer-norm epsilon.
-
-  Only layer normalization (``"layernorm_L2"``, OpenSeq2Seq's default) is implemented.
-  """
-  norm_params = dict(norm_params or {})
-  norm_type = norm_params.pop("type", "layernorm_L2")
-  if norm_type != "layernorm_L2":
-    raise ConfigError(f"{where}/norm_params/type: {norm_type!r} is not supported; "
-                      f"use 'layernorm_L2'")
-  epsilon = norm_params.pop("epsilon", 1e-6)
-  if norm_params:
-    raise ConfigError(f"{where}/norm_params: unknown keys {sorted(norm_params)}; "
-                      f"only 'type' and 'epsilon' are supported")
-  return float(epsilon)
-
-
 class ResidualNorm(keras.layers.Layer):
-  """Layer norm, dropout and residual connection around one sublayer.
+  """Normalization, dropout and residual connection around one sublayer.
 
   Pre-norm (default): ``x + dropout(f(norm(x)))``; post-norm (the original paper):
   ``norm(x + dropout(f(x)))``. Call :meth:`pre` on the sublayer's input and :meth:`post`
-  with the residual input and the sublayer's output.
+  with the residual input and the sublayer's output. The norm is the one ``norm_params``
+  chooses (:func:`~open_seq2seq.parts.transformer.normalization.make_norm`); batch norm
+  reads ``padding_mask`` (bool [batch, time], True at real positions) in training.
   """
 
   def __init__(self, hidden_size: int, dropout_rate: float, norm_placement: str = "pre",
-               epsilon: float = 1e-6, **kwargs):
+               norm_params: dict | None = None, **kwargs):
     super().__init__(**kwargs)
     self.dropout_rate = dropout_rate
     self.pre_norm = norm_placement == "pre"
     self.hidden_size = hidden_size
-    self.norm = keras.layers.LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy,
-                                                name="layer_norm")
+    self.norm = make_norm(norm_params, dtype=self.dtype_policy)
 
   def build(self, input_shape=None):
     self.norm.build((None, self.hidden_size))
     self.seed_generator = dropout_seed_generator(self.dropout_rate)
 
-  def pre(self, x: tf.Tensor) -> tf.Tensor:
-    return self.norm(x) if self.pre_norm else x
+  def pre(self, x: tf.Tensor, training: bool | None = None,
+          padding_mask: tf.Tensor | None = None) -> tf.Tensor:
+    if not self.pre_norm:
+      return x
+    return self.norm(x, padding_mask=padding_mask, training=training)
 
-  def post(self, x: tf.Tensor, y: tf.Tensor, training: bool | None) -> tf.Tensor:
+  def post(self, x: tf.Tensor, y: tf.Tensor, training: bool | None,
+           padding_mask: tf.Tensor | None = None) -> tf.Tensor:
     out = x + dropout(y, self.dropout_rate, training, self.seed_generator)
-    return out if self.pre_norm else self.norm(out)
+    if self.pre_norm:
+      return out
+    return self.norm(out, padding_mask=padding_mask, training=training)
