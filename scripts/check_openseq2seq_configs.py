@@ -59,16 +59,16 @@ FAMILIES = {
         "open_seq2seq.parts.rnns"),
     "image (issue 14)": (
         "Image2Label", "ResNetEncoder", "CNNEncoder", "ImagenetDataLayer", "CifarDataLayer",
-        "FullyConnectedDecoder", "SpeechCommandsDataLayer", "FullyConnectedSCDecoder"),
-    "attention ASR (issue 15)": (
+        "FullyConnectedDecoder"),
+    "attention ASR / speech commands (issue 15)": (
         "ListenAttendSpellEncoder", "ListenAttendSpellDecoder", "JointCTCAttentionDecoder",
-        "MultiTaskCTCEntropyLoss"),
+        "MultiTaskCTCEntropyLoss", "SpeechCommandsDataLayer", "FullyConnectedSCDecoder"),
 }
 
 #: Classes more than one family uses: charged to the family of the config's model.
 _MODEL_FAMILY = {"Text2Text": "translation RNN/ConvS2S (issue 11)",
                  "Text2Speech": "TTS (issue 12)", "LSTMLM": "LM (issue 13)",
-                 "Image2Label": "image (issue 14)", "Speech2Text": "attention ASR (issue 15)"}
+                 "Image2Label": "image (issue 14)", "Speech2Text": "attention ASR / speech commands (issue 15)"}
 
 _MODES = (("train", "base_params"), ("eval", "eval_params"), ("infer", "infer_params"),
           ("interactive_infer", "interactive_infer_params"))

@@ -105,7 +105,8 @@ class TransformerDecoder(Decoder):
       "alpha": Param(float, 0.6, "GNMT length-penalty exponent for beam search."),
       "extra_decode_length": Param(int, 50,
                                    "Decode at most source length + this many tokens."),
-      "EOS_ID": Param(int, 3, "OpenSeq2Seq alias of END_SYMBOL; must equal it."),
+      "EOS_ID": Param(int, 3, "Ignored: every decoder stops at END_SYMBOL, the end id of the "
+                      "data layer's vocabulary (OpenSeq2Seq's beam search alone read EOS_ID)."),
       "GO_SYMBOL": Param(int, 2, "Id fed as the first decoder input."),
       "END_SYMBOL": Param(int, 3, "Id that ends a decoded sequence."),
       "PAD_SYMBOL": Param(int, 0, "Id written after the end of a decoded sequence."),
@@ -125,9 +126,6 @@ class TransformerDecoder(Decoder):
                          ("extra_decode_length", 0)):
       if p[key] < minimum:
         raise ConfigError(f"decoder_params/{key}: must be >= {minimum}, got {p[key]}")
-    if p["EOS_ID"] != p["END_SYMBOL"]:
-      raise ConfigError(f"decoder_params/EOS_ID: {p['EOS_ID']} differs from END_SYMBOL "
-                        f"{p['END_SYMBOL']}; set both to the end-of-sequence id")
     self.vocab_size = resolve_size(p, "tgt_vocab_size", vocab_size, "decoder_params")
     # Set outside Keras attribute tracking (see reuse_embeddings).
     keras_compat.set_untracked(self, "_shared_embedding", None)

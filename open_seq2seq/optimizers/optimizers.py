@@ -305,8 +305,8 @@ def regularizer_declarations(regularizer: Any) -> dict[str, Param]:
   return declared
 
 
-def make_regularizer(regularizer: Any, regularizer_params: Mapping | None = None
-                     ) -> Callable | None:
+def make_regularizer(regularizer: Any, regularizer_params: Mapping | None = None,
+                     where: str = "regularizer_params") -> Callable | None:
   """A per-weight function ``f(w) -> scalar`` from the config's regularizer entries.
 
   ``regularizer`` may be None, a ``keras.regularizers`` class (``L2``/``L1`` accept
@@ -319,7 +319,7 @@ def make_regularizer(regularizer: Any, regularizer_params: Mapping | None = None
   if regularizer is None:
     return None
   owner = getattr(regularizer, "__name__", type(regularizer).__name__)
-  params = validate_params(params, regularizer_declarations(regularizer), "regularizer_params",
+  params = validate_params(params, regularizer_declarations(regularizer), where,
                            owner, partial=True)
   if isinstance(regularizer, keras.regularizers.Regularizer):
     return regularizer
@@ -327,7 +327,7 @@ def make_regularizer(regularizer: Any, regularizer_params: Mapping | None = None
     key, factor = _SCALE_SPELLING[regularizer]
     if "scale" in params:
       if key in params:
-        raise ConfigError(f"regularizer_params/scale: given together with {key!r}; keep one")
+        raise ConfigError(f"{where}/scale: given together with {key!r}; keep one")
       params[key] = params.pop("scale") * factor
     return regularizer(**params)
   if isinstance(regularizer, type) or params:

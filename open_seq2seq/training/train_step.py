@@ -174,7 +174,7 @@ class TrainStep:
       amax = tf.reduce_max([tf.reduce_max(tf.abs(g)) for g in grads])
       self.loss_scaler.update(amax, finite)
     loss = loss_sum / denom
-    if self.params["regularizer"] is not None or self._has_weight_penalties:
+    if self._regularized:
       grads, reg = self._add_regularization(grads)
       loss += reg
     grad_norm = tf.linalg.global_norm(grads)
@@ -204,17 +204,34 @@ class TrainStep:
       values["summaries"] = extras
     return values
 
+  def _regularizers(self) -> list[tuple[list, Any, dict]]:
+    """``(variables, regularizer, params)`` per component: its own ``regularizer`` if its
+    params set one (OpenSeq2Seq's per-encoder/decoder regularizer), else the top-level one."""
+    trainable = {id(v) for v in self.variables}
+    groups = []
+    for layer in self.model.layers:
+      own = getattr(layer, "params", None) or {}
+      regularizer, params = own.get("regularizer"), own.get("regularizer_params")
+      if regularizer is None:
+        regularizer, params = self.params["regularizer"], self.params["regularizer_params"]
+      variables = [v for v in layer.trainable_variables if id(v) in trainable]
+      if regularizer is not None and variables:
+        groups.append((variables, regularizer, params))
+    return groups
+
   @property
-  def _has_weight_penalties(self) -> bool:
-    """Whether a component attached weight regularizers of its own (Keras layer losses)."""
-    return any(layer.losses for layer in self.model.layers)
+  def _regularized(self) -> bool:
+    """Whether the loss has any weight penalty: a regularizer (top-level or a component's)
+    or weight regularizers a component attached itself (Keras layer losses)."""
+    return bool(self._regularizers()) or any(layer.losses for layer in self.model.layers)
 
   def _add_regularization(self, grads: list) -> tuple[list, tf.Tensor]:
-    """Adds the top-level regularizer's penalty and the components' own weight penalties
-    (e.g. ``norm_params/regularizer`` on batch-norm scales) to the loss and gradients."""
+    """Adds the regularizers' penalties and the components' own weight penalties (e.g.
+    ``norm_params/regularizer`` on batch-norm scales) to the loss and gradients."""
     with tf.GradientTape() as tape:
-      reg = regularization_loss(self.variables, self.params["regularizer"],
-                                self.params["regularizer_params"])
+      reg = tf.constant(0.0, tf.float32)
+      for variables, regularizer, params in self._regularizers():
+        reg += regularization_loss(variables, regularizer, params)
       for layer in self.model.layers:
         for penalty in layer.losses:
           reg += tf.cast(penalty, tf.float32)

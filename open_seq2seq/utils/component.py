@@ -11,8 +11,9 @@ from typing import Any
 import keras
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.optimizers.optimizers import make_regularizer
 from open_seq2seq.utils import initializers, keras_compat
-from open_seq2seq.utils.params import AnyType, Configurable, Param
+from open_seq2seq.utils.params import AnyType, Configurable, Param, callable_or_class
 from open_seq2seq.utils.precision import dtype_policy
 
 
@@ -65,6 +66,12 @@ class LayerComponent(Configurable, keras.layers.Layer):
   PARAMS = {
       "dtype": Param(AnyType, None,
                      "Overrides the model's dtype for this component (None: the model's)."),
+      "regularizer": Param((callable_or_class, None), None,
+                           "Weight regularizer of this component's kernels and embeddings, "
+                           "instead of the top-level one (as OpenSeq2Seq's encoders and "
+                           "decoders took)."),
+      "regularizer_params": Param(dict, {}, "Keyword arguments of this component's "
+                                  "regularizer (L2/L1 take OpenSeq2Seq's {'scale': x})."),
   }
 
   def __init__(self, params: dict[str, Any], *, mode: str = "train", name: str | None = None,
@@ -74,6 +81,12 @@ class LayerComponent(Configurable, keras.layers.Layer):
     keras.layers.Layer.__init__(
         self, name=name or self.DEFAULT_NAME, dtype=dtype_policy(self.params["dtype"] or dtype))
     keras_compat.set_untracked(self, "_default_initializer", initializer)
+    if self.params["regularizer_params"] and self.params["regularizer"] is None:
+      raise ConfigError(f"{self.PARAMS_KEY}/regularizer_params: given, but "
+                        f"{self.PARAMS_KEY}/regularizer is not set")
+    # Checked now, so that a wrong key fails before training starts.
+    make_regularizer(self.params["regularizer"], self.params["regularizer_params"],
+                     f"{self.PARAMS_KEY}/regularizer_params")
 
   def kernel_initializer(self) -> Any:
     """The initializer of this component's kernels: its own ``initializer`` param if set,

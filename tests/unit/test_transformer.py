@@ -320,8 +320,11 @@ def test_config_errors():
                         "filter_size": 8}, vocab_size=13)
   with pytest.raises(ConfigError, match="did you mean 'num_heads'"):
     TransformerEncoder({"encoder_layers": 1, **SIZES, "num_head": 2}, vocab_size=13)
-  with pytest.raises(ConfigError, match="EOS_ID"):
-    TransformerDecoder({"num_hidden_layers": 1, **SIZES, "EOS_ID": 5}, vocab_size=11)
+  # OpenSeq2Seq's WMT configs set EOS_ID to the subword tokenizer's 1 beside END_SYMBOL 3:
+  # accepted, decoding stops at END_SYMBOL, and the run prints why (slots.ignored_settings)
+  decoder = TransformerDecoder({"num_hidden_layers": 1, **SIZES, "EOS_ID": 1}, vocab_size=11)
+  assert decoder.params["END_SYMBOL"] == 3
+  assert TransformerDecoder.declared_params()["EOS_ID"].ignored.startswith("every decoder")
   with pytest.raises(ConfigError, match=r"^decoder_params/tgt_vocab_size: unknown"):
     TransformerDecoder({"num_hidden_layers": 1, **SIZES})
   with pytest.raises(ConfigError, match=r"^encoder_params/src_vocab_size: unknown"):

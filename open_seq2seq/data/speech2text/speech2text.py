@@ -78,6 +78,9 @@ class Speech2TextDataLayer(DataLayer):
       "repeat": Param(bool, True, "Repeat training data forever (eval/infer: one pass)."),
       "cache_features": Param(bool, False,
                               "Cache un-augmented features on disk (dither is then not applied)."),
+      "cache_format": Param((str, None), None, "Ignored: the cache holds one .npy file per "
+                            "utterance (OpenSeq2Seq offered hdf5 or npy).",
+                            choices=(None, "hdf5", "npy")),
       "cache_dir": Param((str, None), None,
                          "Feature cache folder (default: feature_cache/ next to the first CSV)."),
       "cache_regenerate": Param(bool, False, "Recompute and overwrite cached features."),
