@@ -2,7 +2,8 @@
 # Installs everything the test suite needs on a fresh machine (idempotent): the package with
 # its test extras, and the Debian packages the speech tests use (speech synthesis for the
 # synthetic corpus, real recordings for the real-speech check), and Open MPI + Horovod so the
-# Horovod tests really run (see scripts/install_horovod.sh; skipped when already installed).
+# Horovod tests really run (see scripts/install_horovod.sh; skipped when already installed),
+# and Fashion-MNIST for the image learning test (scripts/get_fashion_mnist.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 APT_PACKAGES="espeak-ng flite pocketsphinx-testdata"
@@ -12,4 +13,5 @@ if ! dpkg -s $APT_PACKAGES >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $APT_PACKAGES >/dev/null
 fi
 pip install -q -e "$ROOT[test]"
+bash "$ROOT/scripts/get_fashion_mnist.sh"  # real images for the image-classification learning test
 bash "$ROOT/scripts/install_horovod.sh"

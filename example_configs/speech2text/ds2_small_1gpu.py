@@ -42,6 +42,9 @@ base_params = {
     # weight decay
     "regularizer": keras.regularizers.L2,
     "regularizer_params": {"scale": 0.0005},
+    "initializer": keras.initializers.GlorotUniform,
+    "summaries": ["learning_rate", "variables", "gradients", "larc_summaries",
+                  "variable_norm", "gradient_norm", "global_gradient_norm"],
 
     "encoder": DeepSpeech2Encoder,
     "encoder_params": {
@@ -64,7 +67,6 @@ base_params = {
 
         "dropout_keep_prob": 0.5,
         "activation_fn": tf.nn.relu,
-        "initializer": "glorot_uniform",
         "data_format": "channels_first",
     },
 
@@ -72,10 +74,13 @@ base_params = {
     "decoder_params": {
         "use_language_model": False,
         # decoding with a language model (python scripts/..., see docs/speech-recognition.md)
-        "beam_width": 64,
+        "beam_width": 512,
         "alpha": 2.0,
         "beta": 1.0,
-        "lm_path": "language_model/4-gram.arpa",
+        "decoder_library_path": "ctc_decoder_with_lm/libctc_decoder_with_kenlm.so",
+        "lm_path": "language_model/4-gram.binary",
+        "trie_path": "language_model/trie.binary",
+        "alphabet_config_path": "open_seq2seq/test_utils/toy_speech_data/vocab.txt",
     },
     "loss": CTCLoss,
     "loss_params": {},
@@ -92,7 +97,7 @@ base_params = {
 
 train_params = {
     "data_layer_params": {
-        "augmentation": {"speed_perturbation_ratio": 0.05,
+        "augmentation": {"time_stretch_ratio": 0.05,
                          "noise_level_min": -90,
                          "noise_level_max": -60},
         "dataset_files": [

@@ -53,3 +53,26 @@ class SpeechDescription(DataDescription):
   tgt_vocab_size: int
   idx2char: Mapping[int, str]
   char2idx: Mapping[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageDescription(DataDescription):
+  """Images in, one class label out.
+
+  Attributes:
+    image_size: height and width of the (square) images the layer yields.
+    num_channels: channels per pixel (3: RGB).
+    num_classes: number of classes; labels are ids in ``[0, num_classes)``.
+    class_names: name of each class id (None: unknown, ids are printed instead).
+  """
+
+  image_size: int
+  num_channels: int
+  num_classes: int
+  class_names: tuple[str, ...] | None = None
+
+  def class_name(self, label: int) -> str:
+    """The name of class ``label`` (its id as text when names are unknown)."""
+    if self.class_names is not None and 0 <= label < len(self.class_names):
+      return self.class_names[label]
+    return str(label)

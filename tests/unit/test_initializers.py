@@ -122,3 +122,15 @@ def test_tf1_xavier_uniform_flag_picks_the_glorot_variant():
                     keras.initializers.GlorotNormal)
   with pytest.raises(ConfigError, match="rejected"):
     make_initializer(keras.initializers.HeNormal, {"uniform": False})
+
+
+def test_every_exported_encoder_and_decoder_takes_the_model_initializer():
+  # The model hands its initializer to the encoder and decoder it builds: a component whose
+  # constructor drops the keyword would make a config's top-level initializer fail to load.
+  import inspect
+  from open_seq2seq import decoders, encoders
+  for package in (encoders, decoders):
+    for name in package.__all__:
+      klass = getattr(package, name)
+      if inspect.isclass(klass) and issubclass(klass, LayerComponent):
+        assert "initializer" in inspect.signature(klass).parameters, name
