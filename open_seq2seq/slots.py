@@ -275,7 +275,8 @@ def ignored_settings(base_model: type, config: Mapping[str, Any]) -> list[str]:
   declaration's doc starts with ``"Ignored: "`` and the reason (:attr:`Param.ignored`). The
   default is what the toolkit does anyway, so setting it needs no notice.
   Looks at the top-level keys, every chosen part's params and the declared dicts and lists
-  nested in them.
+  nested in them. A part may also report keys that change nothing only beside another
+  setting: a classmethod ``ignored_combinations(params) -> ["key: ignored: why", ...]``.
   """
   lines: list[str] = []
 
@@ -304,6 +305,11 @@ def ignored_settings(base_model: type, config: Mapping[str, Any]) -> list[str]:
     declared, _ = chosen_declarations(slot, config)
     if declared is not None:
       walk(config.get(slot.params_key) or {}, declared, slot.params_key)
+      # keys that work alone but change nothing beside another setting
+      combinations = getattr(config.get(slot.name), "ignored_combinations", None)
+      if callable(combinations):
+        lines += [f"{slot.params_key}/{line}"
+                  for line in combinations(config.get(slot.params_key) or {})]
   return lines
 
 

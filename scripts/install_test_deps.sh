@@ -3,7 +3,8 @@
 # its test extras, and the Debian packages the speech tests use (speech synthesis for the
 # synthetic corpus, real recordings for the real-speech check), and Open MPI + Horovod so the
 # Horovod tests really run (see scripts/install_horovod.sh; skipped when already installed),
-# and Fashion-MNIST for the image learning test (scripts/get_fashion_mnist.sh).
+# and Fashion-MNIST for the image learning test (scripts/get_fashion_mnist.sh), and the
+# novels and tweets of the language-model family (scripts/get_lm_data.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 APT_PACKAGES="espeak-ng flite pocketsphinx-testdata"
@@ -14,4 +15,5 @@ if ! dpkg -s $APT_PACKAGES >/dev/null 2>&1; then
 fi
 pip install -q -e "$ROOT[test]"
 bash "$ROOT/scripts/get_fashion_mnist.sh"  # real images for the image-classification learning test
+bash "$ROOT/scripts/get_lm_data.sh"  # English novels + sentiment tweets for the LM family's tests
 bash "$ROOT/scripts/install_horovod.sh"

@@ -3,8 +3,9 @@
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.data.image2label.cifar import CifarDataLayer
 from open_seq2seq.data.image2label.imagenet import ImagenetDataLayer
+from open_seq2seq.data.lm import IMDBDataLayer, SSTDataLayer, WKTDataLayer
 from open_seq2seq.data.speech2text.speech2text import Speech2TextDataLayer
 from open_seq2seq.data.text2text.text2text import ParallelTextDataLayer
 
 __all__ = ["DataLayer", "ParallelTextDataLayer", "Speech2TextDataLayer", "ImagenetDataLayer",
-           "CifarDataLayer"]
+           "CifarDataLayer", "WKTDataLayer", "IMDBDataLayer", "SSTDataLayer"]

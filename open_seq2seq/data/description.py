@@ -76,3 +76,36 @@ class ImageDescription(DataDescription):
     if self.class_names is not None and 0 <= label < len(self.class_names):
       return self.class_names[label]
     return str(label)
+
+
+@dataclasses.dataclass(frozen=True)
+class LMDescription(DataDescription):
+  """Word ids in; the next words (language modelling) or one class per text out.
+
+  Attributes:
+    vocab_size: words in the vocabulary (``<unk>`` and ``<eos>`` included).
+    idx2word: the word of each id.
+    end_token: id of ``<eos>`` (end of a line; generation stops there).
+    unk_token: id of ``<unk>`` (words outside the vocabulary).
+    delimiter: what joins words when ids are printed.
+    num_classes: None for a language model; the number of classes of a text classifier.
+    class_names: name of each class id (None: ids are printed).
+    stream_batches: row ``b`` of each training batch continues row ``b`` of the previous
+      batch in the token stream, so a recurrent state may be carried from batch to batch
+      (truncated back-propagation through time).
+  """
+
+  vocab_size: int
+  idx2word: tuple[str, ...]
+  end_token: int
+  unk_token: int
+  delimiter: str = " "
+  num_classes: int | None = None
+  class_names: tuple[str, ...] | None = None
+  stream_batches: bool = False
+
+  def class_name(self, label: int) -> str:
+    """The name of class ``label`` (its id as text when names are unknown)."""
+    if self.class_names is not None and 0 <= label < len(self.class_names):
+      return self.class_names[label]
+    return str(label)

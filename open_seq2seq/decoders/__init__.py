@@ -1,9 +1,10 @@
 """Decoders."""
 
 from open_seq2seq.decoders.decoder import Decoder
+from open_seq2seq.decoders.fake_decoder import FakeDecoder
 from open_seq2seq.decoders.fc_classifier import FullyConnectedDecoder
 from open_seq2seq.decoders.fc_decoders import FullyConnectedCTCDecoder
 from open_seq2seq.decoders.transformer_decoder import TransformerDecoder
 
 __all__ = ["Decoder", "TransformerDecoder", "FullyConnectedCTCDecoder",
-           "FullyConnectedDecoder"]
+           "FullyConnectedDecoder", "FakeDecoder"]

@@ -2,7 +2,9 @@
 
 from open_seq2seq.losses.ctc_loss import CTCLoss
 from open_seq2seq.losses.loss import Loss
-from open_seq2seq.losses.sequence_loss import (BasicSequenceLoss, CrossEntropyLoss,
+from open_seq2seq.losses.sequence_loss import (BasicSampledSequenceLoss, BasicSequenceLoss,
+                                               CrossEntropyLoss,
                                                PaddedCrossEntropyLossWithSmoothing)
 
-__all__ = ["Loss", "CTCLoss", "BasicSequenceLoss", "CrossEntropyLoss", "PaddedCrossEntropyLossWithSmoothing"]
+__all__ = ["Loss", "CTCLoss", "BasicSequenceLoss", "BasicSampledSequenceLoss", "CrossEntropyLoss",
+           "PaddedCrossEntropyLossWithSmoothing"]

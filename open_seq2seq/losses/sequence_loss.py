@@ -153,14 +153,57 @@ class BasicSequenceLoss(Loss):
     logits = tf.cast(logits, tf.float32)
     xentropy = tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=tf.cast(targets, tf.int32), logits=logits)
+    return self.total(xentropy, lengths)
+
+  def total(self, xentropy: tf.Tensor, lengths: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """``(loss_sum, weight)`` of token losses [batch, steps] (masked with ``do_mask``)."""
     if self.params["do_mask"]:
-      mask = tf.sequence_mask(lengths, steps, dtype=tf.float32)
+      mask = tf.sequence_mask(lengths, tf.shape(xentropy)[1], dtype=tf.float32)
     else:
       mask = tf.ones_like(xentropy)
     loss_sum = tf.reduce_sum(xentropy * mask)
     if self.params["average_across_timestep"]:
       return loss_sum, tf.reduce_sum(mask)
-    return loss_sum, tf.cast(tf.shape(logits)[0], tf.float32)
+    return loss_sum, tf.cast(tf.shape(xentropy)[0], tf.float32)
+
+
+class BasicSampledSequenceLoss(BasicSequenceLoss):
+  """BasicSequenceLoss with a sampled softmax when the model gives one (training).
+
+  A language model with ``num_sampled`` (LMEncoder) returns, in training, its last hidden
+  states and output weights instead of logits; the loss then scores each target word
+  against ``num_sampled`` words drawn from a log-uniform (Zipf) distribution over the ids —
+  which assumes ids sorted by falling frequency, as the LM data layer's vocabulary is —
+  with ``tf.nn.sampled_softmax_loss``. Given logits (eval, or no sampling), it is
+  BasicSequenceLoss. Masking and weighting are BasicSequenceLoss's.
+  """
+
+  def __init__(self, params: dict[str, Any] | None = None, *,
+               name: str = "basic_sampled_sequence_loss"):
+    super().__init__(params, name=name)
+
+  def compute_loss(self, input_dict: dict) -> tuple[tf.Tensor, tf.Tensor]:
+    output = input_dict["decoder_output"]
+    if "num_sampled" not in output:
+      return super().compute_loss(input_dict)
+    hidden = tf.cast(output["hidden"], tf.float32)
+    weights = tf.cast(output["softmax_weights"], tf.float32)
+    vocab_size = weights.shape[0]
+    bias = output.get("softmax_bias")
+    bias = tf.zeros([vocab_size]) if bias is None else tf.cast(bias, tf.float32)
+    targets, lengths = map(tf.convert_to_tensor, input_dict["target_tensors"][:2])
+    steps = tf.minimum(tf.shape(targets)[1], tf.shape(hidden)[1])
+    if self.params["offset_target_by_one"]:
+      steps -= 1
+      hidden, targets, lengths = hidden[:, :steps], targets[:, 1:steps + 1], lengths - 1
+    else:
+      hidden, targets = hidden[:, :steps], targets[:, :steps]
+    flat_hidden = tf.reshape(hidden, [-1, hidden.shape[-1]])
+    labels = tf.reshape(tf.cast(targets, tf.int64), [-1, 1])
+    xentropy = tf.nn.sampled_softmax_loss(
+        weights=weights, biases=bias, labels=labels, inputs=flat_hidden,
+        num_sampled=int(tf.get_static_value(output["num_sampled"])), num_classes=vocab_size)
+    return self.total(tf.reshape(xentropy, tf.shape(targets)), lengths)
 
 
 class CrossEntropyLoss(Loss):
@@ -196,4 +239,5 @@ class CrossEntropyLoss(Loss):
     return tf.reduce_sum(xentropy), tf.cast(tf.size(xentropy), tf.float32)
 
 
-__all__ = ["PaddedCrossEntropyLossWithSmoothing", "BasicSequenceLoss", "CrossEntropyLoss"]
+__all__ = ["PaddedCrossEntropyLossWithSmoothing", "BasicSequenceLoss",
+           "BasicSampledSequenceLoss", "CrossEntropyLoss"]

@@ -75,6 +75,13 @@ class Image2Label(Model):
       raise ConfigError(f"decoder_params/output_dim: {output_dim} logits for "
                         f"data_layer_params/num_classes={classes} classes; make them match")
 
+  def eval_outputs(self, batch: dict) -> dict:
+    """One forward pass gives the eval loss and the predictions (the same logits)."""
+    if "target_tensors" not in batch or self.loss is None:
+      return super().eval_outputs(batch)
+    loss_sum, weight, outputs = self.compute_loss(batch, training=False)
+    return {"predictions": outputs, "loss_sum": loss_sum, "weight": weight}
+
   # ------------------------------------------------------------------ helpers
   def _name(self, label: int) -> str:
     return self.description.class_name(int(label))

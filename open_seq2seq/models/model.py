@@ -250,6 +250,19 @@ class Model(Configurable):
     inputs = {k: v for k, v in batch.items() if k != "target_tensors"}
     return self.forward(inputs, training=False)
 
+  def eval_outputs(self, batch: dict) -> dict:
+    """What an eval/infer pass needs of one batch: ``predictions`` and, when the batch has
+    targets and the model a loss, ``loss_sum`` and ``weight``.
+
+    Here :meth:`predict` and :meth:`compute_loss` run separately (a translation's beam
+    search is not the teacher-forced pass of its loss); a family whose predictions come
+    from the same forward pass as its loss overrides this to run it once.
+    """
+    out = {"predictions": self.predict(batch)}
+    if "target_tensors" in batch and self.loss is not None:
+      out["loss_sum"], out["weight"], _ = self.compute_loss(batch, training=False)
+    return out
+
   # ----------------------------------------------------------------- family hooks (numpy)
   def format_samples(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
                      max_samples: int = 1) -> list[str]:

@@ -93,10 +93,7 @@ class Evaluator:
     return self._pass_fns[key]
 
   def _eval_replica(self, batch: dict) -> dict:
-    out = {"predictions": self.model.predict(batch), "batch": batch}
-    if "target_tensors" in batch and self.model.loss is not None:
-      loss_sum, weight, _ = self.model.compute_loss(batch, training=False)
-      out["loss_sum"], out["weight"] = loss_sum, weight
+    out = dict(self.model.eval_outputs(batch), batch=batch)
     return out
 
   def _total_batches(self, layer) -> int | None:

@@ -1,0 +1,94 @@
+"""Tiny language-model and text-classification datasets in their upstream on-disk layouts.
+
+* WikiText (``wikitext-2/wiki.{train,valid,test}.tokens``): one paragraph per line, headings
+  `` = Title = ``, blank lines between, space-separated tokens, in-word hyphens as ``@-@``.
+* aclImdb: ``{train,test}/{pos,neg}/<id>_<rating>.txt``, one review per file, ``<br />``
+  line breaks; ratings 7-10 are positive, 1-4 negative.
+* SST (NVIDIA sentiment-discovery's binary_sst): ``{train,val,test}.csv`` with the header
+  ``sentence,label``, quoted when a sentence holds a comma or a quote.
+* ``vocab.txt`` as OpenSeq2Seq wrote it: ``id<TAB>word<TAB>count`` lines, then the count.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+
+import numpy as np
+
+WORDS = ("the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "park", "and", "was",
+         "happy", "red", "ball")
+
+
+def wikitext_lines(num_paragraphs: int, seed: int = 0, title: str = "Cats") -> list[str]:
+  """Lines of a WikiText file: a heading, then paragraphs of common words with a hyphenated
+  word, a contraction, a literal <unk> and one word seen once (``rare<seed>_<i>``)."""
+  rng = np.random.default_rng(seed)
+  lines = [" \n", f" = {title} = \n", " \n"]
+  for i in range(num_paragraphs):
+    words = list(rng.choice(WORDS, size=int(rng.integers(8, 16))))
+    words[2:2] = ["well", "@-@", "known"]
+    words += ["but", "it", "didn", "'t", "<unk>", f"rare{seed}_{i}", "."]
+    lines += [" " + " ".join(words) + " \n", " \n"]
+  return lines
+
+
+def write_wikitext(root: str, num_paragraphs: tuple[int, int, int] = (40, 12, 6),
+                   scheme: str = "wiki.{}.tokens") -> str:
+  """A WikiText folder (``scheme``: ``wiki.{}.tokens``, ``wiki.{}.raw`` or ``{}.txt``)."""
+  os.makedirs(root, exist_ok=True)
+  for seed, (split, n) in enumerate(zip(("train", "valid", "test"), num_paragraphs)):
+    with open(os.path.join(root, scheme.format(split)), "w", encoding="utf-8") as f:
+      f.writelines(wikitext_lines(n, seed))
+  return root
+
+
+def write_vocab_txt(path: str, words: list[str], counts: list[int] | None = None,
+                    count_line: bool = True) -> str:
+  """An OpenSeq2Seq ``vocab.txt`` listing ``words`` in id order."""
+  counts = counts if counts is not None else [0] * len(words)
+  with open(path, "w", encoding="utf-8") as f:
+    for i, (word, count) in enumerate(zip(words, counts)):
+      f.write(f"{i}\t{word}\t{count}\n")
+    if count_line:
+      f.write(f"{len(words)}\n")
+  return path
+
+
+def write_aclimdb(root: str, reviews: dict[tuple[str, str], list[tuple[int, int, str]]]
+                  ) -> str:
+  """An aclImdb tree: ``reviews[(split, "pos"|"neg")]`` = ``[(id, rating, text), ...]``."""
+  for (split, sentiment), items in reviews.items():
+    folder = os.path.join(root, split, sentiment)
+    os.makedirs(folder, exist_ok=True)
+    for review_id, rating, text in items:
+      with open(os.path.join(folder, f"{review_id}_{rating}.txt"), "w", encoding="utf-8") as f:
+        f.write(text)
+  return root
+
+
+def imdb_reviews(per_folder: int = 6) -> dict[tuple[str, str], list[tuple[int, int, str]]]:
+  """``per_folder`` reviews in each of train/test x pos/neg; the rating is in the text."""
+  reviews = {}
+  for split in ("train", "test"):
+    for sentiment, ratings in (("pos", (7, 8, 9, 10)), ("neg", (1, 2, 3, 4))):
+      items = []
+      for i in range(per_folder):
+        rating = ratings[i % 4]
+        mood = "happy" if sentiment == "pos" else "sad"
+        text = (f"The {mood} dog ran.<br /><br />It was a {mood} film, rated {rating} "
+                f"({split} {i}).")
+        items.append((i, rating, text))
+      reviews[(split, sentiment)] = items
+  return reviews
+
+
+def write_sst(root: str, splits: dict[str, list[tuple[str, int]]]) -> str:
+  """SST csv files: ``splits[name]`` = ``[(sentence, label), ...]``, name in train/val/test."""
+  os.makedirs(root, exist_ok=True)
+  for name, rows in splits.items():
+    with open(os.path.join(root, f"{name}.csv"), "w", encoding="utf-8", newline="") as f:
+      writer = csv.writer(f)
+      writer.writerow(["sentence", "label"])
+      writer.writerows(rows)
+  return root
