@@ -12,6 +12,9 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 import keras
+# The mixin keras.layers.RNN looks for to draw a cell's dropout masks once per sequence
+# (WeightDropLayerNormBasicLSTMCell's weight drop); Keras 3 exports no public name for it.
+from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell  # noqa: F401
 
 #: Attributes of Keras layers / TF trackables that are bookkeeping, not sublayers.
 _INTERNAL_ATTRIBUTES = frozenset({

@@ -38,7 +38,7 @@ import pytest
 
 from open_seq2seq.config import load_config, load_config_module
 from open_seq2seq.distributed.horovod_backend import ignored_devices_notice
-from tests.helpers import image, speech, toy
+from tests.helpers import image, lm, speech, toy
 
 pytestmark = pytest.mark.slow
 
@@ -52,6 +52,7 @@ DATA: dict[str, Callable[[str], tuple[list[str], int]]] = {
     "Text2Text": toy.example_config_overrides,
     "Speech2Text": speech.example_config_overrides,
     "Image2Label": image.example_config_overrides,
+    "LSTMLM": lm.example_config_overrides,
 }
 
 STEPS = 2

@@ -92,3 +92,38 @@ def write_sst(root: str, splits: dict[str, list[tuple[str, int]]]) -> str:
       writer.writerow(["sentence", "label"])
       writer.writerows(rows)
   return root
+
+
+#: Prompts (infer), test reviews and test sentences each shipped config reads in the
+#: every-config test: OpenSeq2Seq's "something The only game" is four one-word prompts.
+EXAMPLES = 4
+
+
+def example_config_overrides(directory: str) -> tuple[list[str], int]:
+  """LSTMLM family (language models and transfer classifiers): one folder that is at once a
+  WikiText folder, an aclImdb tree and an SST folder, plus a language model's ``vocab.txt``,
+  as run.py overrides for a shipped config.
+
+  The WikiText splits are long enough for the configs' own ``bptt`` (96) with batches of two;
+  ``load_model`` is cleared (the transfer configs name a pretrained run that does not exist
+  here; transfer itself is tested by the learning tests).
+
+  Returns:
+    The overrides, and the number of examples every infer writes (:data:`EXAMPLES`).
+  """
+  # imported here: the helpers module stays importable without TensorFlow
+  from open_seq2seq.data.lm.wkt import build_processed_folder  # pylint: disable=import-outside-toplevel
+  write_wikitext(directory, num_paragraphs=(80, 40, 10))
+  build_processed_folder(directory, os.path.join(directory, "lm-processed"), min_count=1)
+  reviews = imdb_reviews(per_folder=6)
+  for sentiment in ("pos", "neg"):
+    reviews[("test", sentiment)] = reviews[("test", sentiment)][:EXAMPLES // 2]
+  write_aclimdb(directory, reviews)
+  sentences = [("a happy dog , and a red ball", 1), ("the sad cat sat on a mat", 0)]
+  write_sst(directory, {"train": sentences * 4, "val": sentences * 2,
+                        "test": sentences * (EXAMPLES // 2)})
+  return ([f"--data_layer_params/data_root={directory}",
+           f"--data_layer_params/processed_data_folder={os.path.join(directory, 'processed')}",
+           f"--lm_vocab_file={os.path.join(directory, 'lm-processed', 'vocab.txt')}",
+           "--load_model=None", "--batch_size_per_gpu=2", "--eval_batch_size_per_gpu=2"],
+          EXAMPLES)

@@ -30,10 +30,9 @@ from typing import Any, Callable
 
 import keras
 from keras import ops
-# Keras 3 exports no public name for the mixin that keras.layers.RNN looks for.
-from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.utils.keras_compat import DropoutRNNCell
 
 #: ``tf.contrib.layers.layer_norm``'s variance epsilon, used by TF 1's cell.
 LAYER_NORM_EPSILON = 1e-12
