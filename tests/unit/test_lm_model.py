@@ -238,3 +238,14 @@ def test_fused_layers_name_the_dropouts_they_do_not_apply(tmp_path, wiki):
   assert "encoder_params/recurrent_keep_prob: ignored: fused layers (use_cudnn_rnn) have no " \
          "cell dropout" in lines
   assert any(line.startswith("encoder_params/core_cell_params: ignored") for line in lines)
+
+
+def test_top_level_processed_folder_reaches_a_layer_that_sets_none(tmp_path, wiki):
+  config = _config(tmp_path, wiki, processed_data_folder=str(tmp_path / "top"))
+  del config["data_layer_params"]["processed_data_folder"]
+  config = resolve_config(LSTMLM, config, "train")
+  LSTMLM(config, "train")
+  assert (tmp_path / "top" / "vocab.txt").is_file()
+  # the layer's own setting wins
+  LSTMLM(_config(tmp_path, wiki, processed_data_folder=str(tmp_path / "unused")), "train")
+  assert not (tmp_path / "unused").exists()

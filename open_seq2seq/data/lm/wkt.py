@@ -101,6 +101,10 @@ def prompt_words(text: str, vocab: Vocabulary) -> list[str]:
   return words
 
 
+#: OpenSeq2Seq's default processed folder (relative to the working directory).
+DEFAULT_FOLDER = "wkt-processed_data"
+
+
 class WKTDataLayer(DataLayer):
   """Word language-model data (OpenSeq2Seq's parameter names).
 
@@ -121,9 +125,10 @@ class WKTDataLayer(DataLayer):
       "data_root": Param((str, None), None, "Raw corpus folder (wiki.{train,valid,test}.tokens, "
                          "wiki.*.raw or {train,valid,test}.txt): read only to build "
                          "processed_data_folder."),
-      "processed_data_folder": Param(str, "wkt-processed_data",
+      "processed_data_folder": Param((str, None), None,
                                      "Folder of vocab.txt and {train,valid,test}.ids, built "
-                                     "from data_root the first time and reused after."),
+                                     "from data_root the first time and reused after (None: "
+                                     "LSTMLM's top-level one, else wkt-processed_data)."),
       "vocab_file": Param((str, None), None, "Use this vocab.txt instead of building one from "
                           "the training split (infer needs nothing else)."),
       "min_count": Param(int, 3, "Training words seen fewer times become <unk>."),
@@ -181,7 +186,7 @@ class WKTDataLayer(DataLayer):
   def _prepare(self) -> Vocabulary:
     """The vocabulary, and this mode's split (built from data_root when missing)."""
     p = self.params
-    folder, vocab_file = p["processed_data_folder"], p["vocab_file"]
+    folder, vocab_file = p["processed_data_folder"] or DEFAULT_FOLDER, p["vocab_file"]
     split = {"train": "train", "eval": "valid"}.get(self.mode)
     needed = [] if self.inference and vocab_file else [VOCAB_FILE]
     needed += [f"{split}.ids"] if split else []
