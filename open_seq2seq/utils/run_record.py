@@ -133,8 +133,13 @@ def git_texts(paths: list[str]) -> tuple[str, str]:
     commit = (_git(top, "rev-parse", "HEAD") or "(no commit yet)").strip()
     branch = (_git(top, "rev-parse", "--abbrev-ref", "HEAD") or "?").strip()
     status = _git(top, "status", "--short") or ""
+    # untracked files (data folders, say) are listed but have no diff against HEAD
+    lines = status.splitlines()
+    changed = any(line.strip() and not line.startswith("??") for line in lines)
+    untracked = sum(line.startswith("??") for line in lines)
     summary.append(f"work tree: {top}\ncommit: {commit}\nbranch: {branch}\n"
-                   f"uncommitted changes: {'yes' if status.strip() else 'none'}\n"
+                   f"uncommitted changes: {'yes' if changed else 'none'}\n"
+                   f"untracked files or folders: {untracked}\n"
                    + (f"status:\n{status}" if status.strip() else ""))
     diff = _git(top, "diff", "HEAD", "--binary") or ""
     if diff:
