@@ -8,7 +8,7 @@ by spaces; its target is the same symbols in reverse order. Files::
     <data_dir>/vocab/{source,target}.txt     # "symbol<TAB>count", same for both sides
 
 Usage: python scripts/create_toy_data.py [--data_dir toy_text_data] [--seed 0]
-       [--train_size 10000] [--dev_size 1000] [--test_size 2000]
+       [--train_size 10000] [--dev_size 1000] [--test_size 2000] [--max_length 50]
 The same seed and sizes always give the same files. Files are written to a temporary name
 and renamed into place.
 """
@@ -27,11 +27,12 @@ MIN_LENGTH, MAX_LENGTH = 5, 50
 SPLITS = ("train", "dev", "test")
 
 
-def make_pairs(size: int, rng: random.Random) -> list[tuple[list[str], list[str]]]:
-  """``size`` (source, reversed source) pairs."""
+def make_pairs(size: int, rng: random.Random, max_length: int = MAX_LENGTH
+               ) -> list[tuple[list[str], list[str]]]:
+  """``size`` (source, reversed source) pairs of MIN_LENGTH to ``max_length`` symbols."""
   pairs = []
   for _ in range(size):
-    source = [rng.choice(SYMBOLS) for _ in range(rng.randint(MIN_LENGTH, MAX_LENGTH))]
+    source = [rng.choice(SYMBOLS) for _ in range(rng.randint(MIN_LENGTH, max_length))]
     pairs.append((source, source[::-1]))
   return pairs
 
@@ -45,13 +46,14 @@ def write_atomically(path: str, lines: list[str]) -> None:
 
 
 def create_data(data_dir: str = "toy_text_data", train_size: int = 10000,
-                dev_size: int = 1000, test_size: int = 2000, seed: int = 0) -> dict[str, int]:
+                dev_size: int = 1000, test_size: int = 2000, seed: int = 0,
+                max_length: int = MAX_LENGTH) -> dict[str, int]:
   """Writes the task's files under ``data_dir``; returns the number of pairs per split."""
   rng = random.Random(seed)
   sizes = {"train": train_size, "dev": dev_size, "test": test_size}
   counts: collections.Counter = collections.Counter()
   for split in SPLITS:
-    pairs = make_pairs(sizes[split], rng)
+    pairs = make_pairs(sizes[split], rng, max_length)
     for source, _ in pairs:
       counts.update(source)
     write_atomically(os.path.join(data_dir, split, "source.txt"),
@@ -72,11 +74,16 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--train_size", type=int, default=10000, help="training pairs")
   parser.add_argument("--dev_size", type=int, default=1000, help="dev (eval) pairs")
   parser.add_argument("--test_size", type=int, default=2000, help="test (infer) pairs")
+  parser.add_argument("--max_length", type=int, default=MAX_LENGTH,
+                      help=f"longest sequence ({MIN_LENGTH} to {MAX_LENGTH})")
   args = parser.parse_args(argv)
   for name in ("train_size", "dev_size", "test_size"):
     if getattr(args, name) < 1:
       parser.error(f"--{name} must be at least 1 (empty files cannot be read)")
-  sizes = create_data(args.data_dir, args.train_size, args.dev_size, args.test_size, args.seed)
+  if not MIN_LENGTH <= args.max_length <= MAX_LENGTH:
+    parser.error(f"--max_length must be in [{MIN_LENGTH}, {MAX_LENGTH}]")
+  sizes = create_data(args.data_dir, args.train_size, args.dev_size, args.test_size, args.seed,
+                      args.max_length)
   print(f"wrote {', '.join(f'{n} {s}' for s, n in sizes.items())} pairs to {args.data_dir}")
   return 0
 

@@ -74,3 +74,12 @@ def test_command_line_and_data_layer_reads_it(tmp_path):
   bad = subprocess.run([sys.executable, SCRIPT, "--data_dir", str(out), "--dev_size", "0"],
                        capture_output=True, text=True)
   assert bad.returncode != 0 and "dev_size" in bad.stderr
+
+
+def test_max_length_bounds_the_sequences(toy, tmp_path):
+  toy.create_data(str(tmp_path), train_size=200, dev_size=2, test_size=2, seed=0, max_length=8)
+  lengths = [len(line.split(" ")) for line in read(tmp_path / "train" / "source.txt")]
+  assert min(lengths) >= 5 and max(lengths) == 8
+  bad = subprocess.run([sys.executable, SCRIPT, "--data_dir", str(tmp_path / "x"),
+                        "--max_length", "4"], capture_output=True, text=True)
+  assert bad.returncode != 0 and "--max_length must be in [5, 50]" in bad.stderr
