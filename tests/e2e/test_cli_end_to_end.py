@@ -150,18 +150,22 @@ def test_ctrl_c_saves_a_checkpoint(data_dir, tmp_path):
   logdir = str(tmp_path / "run")
   args = base_args(data_dir, logdir) + ["--max_steps=100000", "--print_loss_steps=1"]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=toy.ROOT, PYTHONUNBUFFERED="1")
-  proc = subprocess.Popen([sys.executable, os.path.join(toy.ROOT, "run.py"), *args],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-  try:
-    deadline = time.time() + 300
-    for line in proc.stdout:
-      if "| loss" in line and "step      3" in line or time.time() > deadline:
-        break
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-  finally:
-    if proc.poll() is None:
-      proc.kill()
+  # stderr goes to a file: a pipe nobody reads until the end could fill up and stall the run
+  err_path = tmp_path / "stderr.txt"
+  with open(err_path, "w", encoding="utf-8") as err_file:
+    proc = subprocess.Popen([sys.executable, os.path.join(toy.ROOT, "run.py"), *args],
+                            stdout=subprocess.PIPE, stderr=err_file, text=True, env=env)
+    try:
+      deadline = time.time() + 300
+      for line in proc.stdout:
+        if "| loss" in line and "step      3" in line or time.time() > deadline:
+          break
+      proc.send_signal(signal.SIGINT)
+      proc.communicate(timeout=120)
+    finally:
+      if proc.poll() is None:
+        proc.kill()
+  err = err_path.read_text(encoding="utf-8")
   assert proc.returncode == 130, err[-2000:]
   assert "Traceback" not in err
   checkpoint = tf.train.latest_checkpoint(logdir)
