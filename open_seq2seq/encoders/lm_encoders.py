@@ -166,7 +166,6 @@ class LMEncoder(Encoder):
       self.output_layer = keras.layers.Dense(self.vocab_size, use_bias=p["fc_use_bias"],
                                              kernel_initializer=self.kernel_initializer(),
                                              dtype=policy, name="output_layer")
-    self._generator = None
 
   # ------------------------------------------------------------------ construction
   def _keep(self, key: str) -> float:
@@ -327,7 +326,8 @@ class LMEncoder(Encoder):
     Returns ``outputs`` [batch, num_tokens_gen] int32 (``<eos>`` after a row has ended) and
     ``final_sequence_lengths``: generated words before the first ``<eos>``.
     """
-    embedded = tf.gather(self._embedding_matrix(False), ids)
+    embedding = self._embedding_matrix(False)  # cast once, not at every generated word
+    embedded = tf.gather(embedding, ids)
     mask = tf.sequence_mask(lengths, tf.shape(ids)[1])
     hidden, states = self.stack(embedded, step_mask=mask, training=False)
     last = tf.gather(hidden, tf.maximum(lengths - 1, 0), batch_dims=1)
@@ -348,7 +348,7 @@ class LMEncoder(Encoder):
       words = words.write(t, tf.where(done, self.end_token, token))
       ended = done | tf.equal(token, self.end_token)
       length += tf.cast(~ended, tf.int32)
-      x = tf.gather(self._embedding_matrix(False), token)
+      x = tf.gather(embedding, token)
       out, states = self.stack.step(x, states)
       return t + 1, pick(out, t + 1), states, ended, words, length
 

@@ -8,15 +8,9 @@ import numpy as np
 
 from open_seq2seq.data.description import DataDescription, ImageDescription
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.models.classification import accuracy_against_labels, predicted_classes
 from open_seq2seq.models.model import Model
 from open_seq2seq.outputs import CsvRows, ImageSample, InferenceOutput, SampleSummary, TextSample
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-  """Row-wise softmax in float64 (stable)."""
-  shifted = np.asarray(logits, np.float64) - np.max(logits, axis=-1, keepdims=True)
-  exp = np.exp(shifted)
-  return exp / exp.sum(axis=-1, keepdims=True)
 
 
 def top_k_hits(logits: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
@@ -56,6 +50,7 @@ class Image2Label(Model):
   """
 
   best_metric = ("accuracy", True)
+  predictions_from_loss_pass = True
 
   # ------------------------------------------------------------------ wiring
   def component_kwargs(self, slot: str, description: DataDescription) -> dict[str, Any]:
@@ -75,13 +70,6 @@ class Image2Label(Model):
       raise ConfigError(f"decoder_params/output_dim: {output_dim} logits for "
                         f"data_layer_params/num_classes={classes} classes; make them match")
 
-  def eval_outputs(self, batch: dict) -> dict:
-    """One forward pass gives the eval loss and the predictions (the same logits)."""
-    if "target_tensors" not in batch or self.loss is None:
-      return super().eval_outputs(batch)
-    loss_sum, weight, outputs = self.compute_loss(batch, training=False)
-    return {"predictions": outputs, "loss_sum": loss_sum, "weight": weight}
-
   # ------------------------------------------------------------------ helpers
   def _name(self, label: int) -> str:
     return self.description.class_name(int(label))
@@ -92,9 +80,7 @@ class Image2Label(Model):
 
   def _predictions(self, outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(predicted class [batch], its probability [batch])."""
-    probabilities = softmax(outputs["logits"])
-    predicted = np.argmax(probabilities, axis=-1)
-    return predicted, probabilities[np.arange(len(predicted)), predicted]
+    return predicted_classes(outputs["logits"])
 
   # ------------------------------------------------------------------ family hooks
   def format_samples(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
@@ -145,13 +131,9 @@ class Image2Label(Model):
 
   def score_inference(self, results: list) -> dict[str, float]:
     """Top-1 accuracy of the predictions when the data layer knows the labels (CIFAR)."""
-    layer = self.data_layer
-    if not results or layer.interactive_inputs:
+    if self.data_layer.interactive_inputs:
       return {}
-    truth = [(layer.label(i), c) for i, (c, _) in results]
-    if any(t is None for t, _ in truth):
-      return {}
-    return {"accuracy": float(np.mean([t == c for t, c in truth]))}
+    return accuracy_against_labels(results, self.data_layer.label)
 
   def finalize_inference(self, results: list) -> list[InferenceOutput]:
     """``file,label,probability`` rows in input order."""

@@ -19,7 +19,7 @@ from open_seq2seq.data.description import DataDescription, LMDescription
 from open_seq2seq.decoders.fake_decoder import FakeDecoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.losses.sequence_loss import BasicSampledSequenceLoss
-from open_seq2seq.models.image2label import softmax
+from open_seq2seq.models.classification import accuracy_against_labels, predicted_classes
 from open_seq2seq.models.model import Model
 from open_seq2seq.outputs import CsvRows, InferenceOutput, TextLines
 from open_seq2seq.utils.params import Param
@@ -115,23 +115,25 @@ class LSTMLM(Model):
                         "(LMEncoder does)")
 
   # ------------------------------------------------------------------ computation
+  predictions_from_loss_pass = True
+
   def eval_outputs(self, batch: dict) -> dict:
     """One teacher-forced pass gives the loss and the predictions; a language model's
     predictions are then each row's negative log-likelihood of its target words (``nll``
     over ``tokens``, for the perplexity) and its most likely next words."""
-    if "target_tensors" not in batch or self.loss is None:
-      return super().eval_outputs(batch)
-    loss_sum, weight, outputs = self.compute_loss(batch, training=False)
-    if self.is_lm:
+    out = super().eval_outputs(batch)
+    if self.is_lm and "loss_sum" in out:
+      outputs = out["predictions"]
       targets, lengths = batch["target_tensors"][:2]
       logits = tf.cast(outputs["logits"], tf.float32)
       steps = tf.minimum(tf.shape(logits)[1], tf.shape(targets)[1])
       xentropy = tf.nn.sparse_softmax_cross_entropy_with_logits(
           labels=tf.cast(targets[:, :steps], tf.int32), logits=logits[:, :steps])
       mask = tf.sequence_mask(lengths, steps, dtype=tf.float32)
-      outputs = {"outputs": outputs["outputs"], "nll": tf.reduce_sum(xentropy * mask, 1),
-                 "tokens": tf.reduce_sum(mask, 1)}
-    return {"predictions": outputs, "loss_sum": loss_sum, "weight": weight}
+      out["predictions"] = {"outputs": outputs["outputs"],
+                            "nll": tf.reduce_sum(xentropy * mask, 1),
+                            "tokens": tf.reduce_sum(mask, 1)}
+    return out
 
   # ------------------------------------------------------------------ helpers
   def _words(self, ids: np.ndarray, length: int | None = None) -> str:
@@ -143,9 +145,7 @@ class LSTMLM(Model):
                                            for i in ids)
 
   def _classes(self, outputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    probabilities = softmax(outputs["logits"])
-    predicted = np.argmax(probabilities, axis=-1)
-    return predicted, probabilities[np.arange(len(predicted)), predicted]
+    return predicted_classes(outputs["logits"])
 
   def _name(self, label: int) -> str:
     return self.description.class_name(int(label))
@@ -212,13 +212,9 @@ class LSTMLM(Model):
 
   def score_inference(self, results: list) -> dict[str, float]:
     """A classifier's accuracy when the data layer knows the labels."""
-    layer = self.data_layer
-    if self.is_lm or not results:
+    if self.is_lm:
       return {}
-    truth = [(layer.label(i), c) for i, (c, _) in results]
-    if any(t is None for t, _ in truth):
-      return {}
-    return {"accuracy": float(np.mean([t == c for t, c in truth]))}
+    return accuracy_against_labels(results, self.data_layer.label)
 
   def finalize_inference(self, results: list) -> list[InferenceOutput]:
     layer = self.data_layer

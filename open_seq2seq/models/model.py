@@ -254,12 +254,16 @@ class Model(Configurable):
     """What an eval/infer pass needs of one batch: ``predictions`` and, when the batch has
     targets and the model a loss, ``loss_sum`` and ``weight``.
 
-    Here :meth:`predict` and :meth:`compute_loss` run separately (a translation's beam
-    search is not the teacher-forced pass of its loss); a family whose predictions come
-    from the same forward pass as its loss overrides this to run it once.
+    :meth:`predict` and :meth:`compute_loss` run separately (a translation's beam search is
+    not the teacher-forced pass of its loss), unless :attr:`predictions_from_loss_pass`: then
+    the loss's forward pass gives the predictions too, once.
     """
+    has_loss = "target_tensors" in batch and self.loss is not None
+    if has_loss and self.predictions_from_loss_pass:
+      loss_sum, weight, outputs = self.compute_loss(batch, training=False)
+      return {"predictions": outputs, "loss_sum": loss_sum, "weight": weight}
     out = {"predictions": self.predict(batch)}
-    if "target_tensors" in batch and self.loss is not None:
+    if has_loss:
       out["loss_sum"], out["weight"], _ = self.compute_loss(batch, training=False)
     return out
 
@@ -281,6 +285,10 @@ class Model(Configurable):
   def finalize_evaluation(self, results: list) -> dict[str, float]:
     """Metrics of a whole eval pass from the results of :meth:`evaluate` in file order."""
     return {}
+
+  #: Whether the teacher-forced pass of the loss also gives the eval predictions (classifiers,
+  #: language models): eval then runs one forward pass per batch (:meth:`eval_outputs`).
+  predictions_from_loss_pass: bool = False
 
   #: Name of the metric used to select the best checkpoint and whether higher is better.
   best_metric: tuple[str, bool] = ("loss", False)

@@ -249,3 +249,17 @@ def test_top_level_processed_folder_reaches_a_layer_that_sets_none(tmp_path, wik
   # the layer's own setting wins
   LSTMLM(_config(tmp_path, wiki, processed_data_folder=str(tmp_path / "unused")), "train")
   assert not (tmp_path / "unused").exists()
+
+
+def test_eval_runs_one_forward_pass_per_batch(tmp_path, wiki):
+  model = LSTMLM(_config(tmp_path, wiki), "eval")
+  batch = next(iter(model.data_layer.build_dataset()))
+  model.create_variables(batch)
+  calls = []
+  forward = model.forward
+  model.forward = lambda *a, **k: calls.append(1) or forward(*a, **k)
+  out = model.eval_outputs(batch)
+  assert len(calls) == 1 and {"loss_sum", "weight", "predictions"} <= set(out)
+  model.predictions_from_loss_pass = False  # the base behaviour: predict, then the loss
+  model.eval_outputs(batch)
+  assert len(calls) == 3
