@@ -276,7 +276,8 @@ def ignored_settings(base_model: type, config: Mapping[str, Any]) -> list[str]:
   default is what the toolkit does anyway, so setting it needs no notice.
   Looks at the top-level keys, every chosen part's params and the declared dicts and lists
   nested in them. A part may also report keys that change nothing only beside another
-  setting: a classmethod ``ignored_combinations(params) -> ["key: ignored: why", ...]``.
+  setting: a classmethod ``ignored_combinations(params) -> ["key: ignored: why", ...]``, and
+  the model class one taking the whole config (keys that change nothing in its family).
   """
   lines: list[str] = []
 
@@ -301,6 +302,10 @@ def ignored_settings(base_model: type, config: Mapping[str, Any]) -> list[str]:
         walk(value, param.nested(), path)
 
   walk(config, base_model.declared_params(), "")
+  # keys of the parts that change nothing with this model family
+  family = getattr(base_model, "ignored_combinations", None)
+  if callable(family):
+    lines += family(config)
   for slot in SLOTS:
     declared, _ = chosen_declarations(slot, config)
     if declared is not None:

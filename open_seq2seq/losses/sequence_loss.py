@@ -116,7 +116,9 @@ class BasicSequenceLoss(Loss):
 
   ``offset_target_by_one`` compares logits at step ``t`` with target ``t + 1`` (for targets
   that begin with a start symbol); this repository's decoders align logits with the targets,
-  hence the default False. The weight is the number of real target tokens with
+  hence the default False. A model whose targets never begin with one (Text2Text: OpenSeq2Seq's
+  RNN configs set the key for targets starting with ``<S>``) builds the loss with
+  ``targets_start_with_go=False``, which turns the offset off. The weight is the number of real target tokens with
   ``average_across_timestep`` (a per-token mean), else the number of sequences (a
   per-sequence sum, OpenSeq2Seq's ``sum / batch_size``). Without ``do_mask`` every position
   of the (common) time span counts.
@@ -135,14 +137,17 @@ class BasicSequenceLoss(Loss):
   }
 
   def __init__(self, params: dict[str, Any] | None = None, *,
-               name: str = "basic_sequence_loss"):
+               targets_start_with_go: bool = True, name: str = "basic_sequence_loss"):
     super().__init__(params, name=name)
+    # A model whose targets carry no start symbol (Text2Text) passes False: its decoders
+    # align logits with the targets, and shifting them would compare the wrong pairs.
+    self.offset = self.params["offset_target_by_one"] and targets_start_with_go
 
   def compute_loss(self, input_dict: dict) -> tuple[tf.Tensor, tf.Tensor]:
     logits = tf.convert_to_tensor(input_dict["decoder_output"]["logits"])
     targets, lengths = map(tf.convert_to_tensor, input_dict["target_tensors"][:2])
     steps = tf.minimum(tf.shape(targets)[1], tf.shape(logits)[1])
-    if self.params["offset_target_by_one"]:
+    if self.offset:
       steps -= 1
       logits = logits[:, :steps]
       targets = targets[:, 1:steps + 1]
@@ -193,7 +198,7 @@ class BasicSampledSequenceLoss(BasicSequenceLoss):
     bias = tf.zeros([vocab_size]) if bias is None else tf.cast(bias, tf.float32)
     targets, lengths = map(tf.convert_to_tensor, input_dict["target_tensors"][:2])
     steps = tf.minimum(tf.shape(targets)[1], tf.shape(hidden)[1])
-    if self.params["offset_target_by_one"]:
+    if self.offset:
       steps -= 1
       hidden, targets, lengths = hidden[:, :steps], targets[:, 1:steps + 1], lengths - 1
     else:

@@ -78,7 +78,17 @@ class Text2Text(Model):
                         f"(TextDescription), got {type(description).__name__}")
     if slot == "encoder":
       return {"vocab_size": description.src_vocab_size}
-    return {"vocab_size": description.tgt_vocab_size}
+    # Targets carry no start symbol here (the decoders feed GO themselves), so a loss never
+    # shifts them (OpenSeq2Seq's RNN configs ask it to, for targets that began with <S>).
+    return {"vocab_size": description.tgt_vocab_size, "targets_start_with_go": False}
+
+  @classmethod
+  def ignored_combinations(cls, config: Mapping[str, Any]) -> list[str]:
+    """``loss_params/offset_target_by_one`` changes nothing (targets have no start symbol)."""
+    if (config.get("loss_params") or {}).get("offset_target_by_one"):
+      return ["loss_params/offset_target_by_one: ignored: Text2Text's targets carry no start "
+              "symbol and its decoders return logits aligned with them"]
+    return []
 
   def connect_components(self) -> None:
     """With ``decoder_params/shared_embed`` the decoder reuses the encoder's embedding."""

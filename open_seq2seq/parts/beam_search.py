@@ -16,7 +16,10 @@ function's closure after :func:`tile_beam`, rather than passed as states that ar
 at every step.
 
 Scores follow GNMT: ``log P(Y) / lp(|Y|)`` with ``lp(n) = ((5 + n) / 6) ** alpha`` where
-``|Y|`` counts the generated tokens including the end symbol.
+``|Y|`` counts the generated tokens including the end symbol, plus, with a coverage penalty
+``beta``, GNMT's coverage term ``beta * sum_j log(min(sum_i a_ij, 1))`` over the source
+positions j (attention a_ij of decoder step i), computed by :func:`coverage_score` from the
+attention a decoder accumulates in its states.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ import tensorflow as tf
 _NEG_INF = float("-inf")
 
 StepFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
+CoverageFn = Callable[[Any], tf.Tensor]
+#: Smallest attention sum :func:`coverage_score` takes the log of (a source position never
+#: attended to costs log(1e-10) = -23 per unit of beta instead of -inf).
+COVERAGE_FLOOR = 1e-10
 
 
 class DecodeResult(NamedTuple):
@@ -49,6 +56,24 @@ class DecodeResult(NamedTuple):
 def length_penalty(length: Any, alpha: Any) -> tf.Tensor:
   """GNMT length penalty ``((5 + length) / 6) ** alpha`` (float32)."""
   return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, tf.cast(alpha, tf.float32))
+
+
+def coverage_score(attention_sums: Any, mask: Any = None) -> tf.Tensor:
+  """GNMT's coverage term ``sum_j log(min(sum_i a_ij, 1))`` (float32, <= 0).
+
+  Args:
+    attention_sums: [..., source] attention summed over the decoder steps so far.
+    mask: bool [..., source], True at real source positions (None: all real); padded
+      positions add nothing.
+
+  Returns:
+    [...] float32; sums below :data:`COVERAGE_FLOOR` count as the floor.
+  """
+  sums = tf.cast(attention_sums, tf.float32)
+  terms = tf.math.log(tf.clip_by_value(sums, COVERAGE_FLOOR, 1.0))
+  if mask is not None:
+    terms = tf.where(tf.cast(mask, tf.bool), terms, 0.0)
+  return tf.reduce_sum(terms, axis=-1)
 
 
 def tile_beam(structure: Any, beam_size: int) -> Any:
@@ -87,16 +112,20 @@ def _best_alive(alive_seq: tf.Tensor, candidates: tf.Tensor, ends: tf.Tensor, k:
 
 
 def _merge_finished(alive_seq: tf.Tensor, candidates: tf.Tensor, ends: tf.Tensor,
-                    finished: tuple, i: tf.Tensor, alpha: Any, pad_id: int) -> tuple:
+                    finished: tuple, i: tf.Tensor, alpha: Any, pad_id: int,
+                    bonus: tf.Tensor | None = None) -> tuple:
   """The best ``k`` of the kept finished hypotheses and this step's finishing extensions,
-  by length-penalised score: (sequences, scores, lengths)."""
+  by length-penalised score plus ``bonus`` [B, K] of the extended (parent) hypothesis (the
+  coverage penalty, or None): (sequences, scores, lengths)."""
   finished_seq, finished_scores, finished_lengths = finished
   batch_size, k, vocab = tf.shape(candidates)[0], finished_scores.shape[1], tf.shape(candidates)[2]
-  finishing = tf.reshape(tf.where(ends, candidates, _NEG_INF), [batch_size, -1])
-  fin_log_probs, fin_index = tf.math.top_k(finishing, k)
+  penalised = candidates / length_penalty(i + 1, alpha)
+  if bonus is not None:
+    penalised += bonus[:, :, None]  # before choosing: it reorders the finishing extensions
+  finishing = tf.reshape(tf.where(ends, penalised, _NEG_INF), [batch_size, -1])
+  fin_scores, fin_index = tf.math.top_k(finishing, k)
   fin_seq = tf.concat([_gather_beams(alive_seq, fin_index // vocab),
                        (fin_index % vocab)[:, :, None]], 2)
-  fin_scores = fin_log_probs / length_penalty(i + 1, alpha)
   old_seq = tf.pad(finished_seq, [[0, 0], [0, 0], [0, 1]], constant_values=pad_id)
   all_seq = tf.concat([old_seq, fin_seq], 1)  # [B, 2K, i + 2]
   all_scores = tf.concat([finished_scores, fin_scores], 1)
@@ -107,7 +136,8 @@ def _merge_finished(alive_seq: tf.Tensor, candidates: tf.Tensor, ends: tf.Tensor
 
 def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size: int,
                 decode_length: Any, vocab_size: int | None, alpha: float, eos_id: int,
-                states: Any = None, pad_id: int = 0) -> DecodeResult:
+                states: Any = None, pad_id: int = 0, coverage_penalty: float = 0.0,
+                coverage_fn: CoverageFn | None = None) -> DecodeResult:
   """Length-penalised beam search keeping alive and finished hypotheses apart.
 
   At each step every alive hypothesis is extended by every token. Extensions by ``eos_id``
@@ -116,7 +146,14 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
   ``beam_size`` other extensions stay alive. An example is done when its worst kept
   finished score is at least the best score an alive hypothesis could still reach (its
   log-probability can only fall; its penalty is at most that of the longest allowed
-  length); the loop stops when every example is done or has reached its length limit.
+  length; a coverage term is never positive); the loop stops when every example is done
+  or has reached its length limit.
+
+  With ``coverage_penalty`` beta > 0, a finishing extension's score gains
+  ``beta * coverage_fn(states)`` of the hypothesis it extends, ``states`` being those the
+  step function returned for the step that scored the final token (so the attention of
+  every step up to and including the end symbol's counts). Alive hypotheses are still
+  ranked by log-probability alone, as with the length penalty.
 
   Args:
     symbols_to_logits_fn: the step function (see the module docstring).
@@ -129,10 +166,22 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
     states: nested tensors with first dimension batch; tiled to batch * beam here and
       reordered along with the hypotheses.
     pad_id: filler after a hypothesis' end.
+    coverage_penalty: GNMT's coverage weight beta (0: none).
+    coverage_fn: ``coverage_fn(states) -> [batch * beam]`` float32 coverage term of each
+      hypothesis, never positive (the early-stopping bound relies on it), e.g.
+      :func:`coverage_score` of the attention sums the decoder keeps in its states;
+      required when ``coverage_penalty`` is not 0.
 
   Returns:
     :class:`DecodeResult` with ids [batch, beam, time], best first.
+
+  Raises:
+    ValueError: a negative ``coverage_penalty``, or one without ``coverage_fn``.
   """
+  if coverage_penalty < 0:
+    raise ValueError(f"coverage_penalty must be >= 0, got {coverage_penalty}")
+  if coverage_penalty and coverage_fn is None:
+    raise ValueError("coverage_penalty needs a coverage_fn")
   initial_ids = tf.cast(initial_ids, tf.int32)
   batch_size = tf.shape(initial_ids)[0]
   k = beam_size
@@ -161,10 +210,16 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
     at_limit = tf.greater_equal(i + 1, max_lengths)[:, None, None]
     ends = tf.logical_or(is_eos, at_limit)  # [B, 1|K, V] extensions that finish
     new_alive_seq, new_alive_log_probs, beam_index = _best_alive(alive_seq, candidates, ends, k)
+    bonus = None
+    if coverage_penalty:
+      # Of the hypotheses as they were extended, before reordering the states.
+      coverage = tf.cast(coverage_fn(new_states), tf.float32)
+      bonus = coverage_penalty * tf.reshape(coverage, [batch_size, k])
     flat_beam_index = tf.reshape(beam_index + batch_offsets, [-1])
     new_states = tf.nest.map_structure(lambda s: tf.gather(s, flat_beam_index), new_states)
     finished = _merge_finished(alive_seq, candidates, ends, (finished_seq, finished_scores,
-                                                            finished_lengths), i, alpha, pad_id)
+                                                            finished_lengths), i, alpha, pad_id,
+                               bonus)
     return (i + 1, new_alive_seq, new_alive_log_probs) + finished + (new_states,)
 
   def cond(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_lengths,

@@ -145,6 +145,24 @@ def test_basic_sequence_loss_offset_target_by_one():
   assert float(loss_sum) == pytest.approx(expected, rel=1e-6)
 
 
+def test_offset_target_by_one_is_off_for_targets_without_a_start_symbol():
+  shifted = BasicSequenceLoss({"offset_target_by_one": True}, targets_start_with_go=False)
+  aligned = BasicSequenceLoss({})
+  assert [float(x) for x in shifted.compute_loss(_inputs())] == \
+      [float(x) for x in aligned.compute_loss(_inputs())]
+
+
+def test_text2text_announces_the_offset_it_ignores():
+  from open_seq2seq import slots
+  from open_seq2seq.models import Text2Text
+  config = {"loss": BasicSequenceLoss, "loss_params": {"offset_target_by_one": True}}
+  assert any(line.startswith("loss_params/offset_target_by_one: ignored:")
+             for line in Text2Text.ignored_combinations(config))
+  assert Text2Text.ignored_combinations({"loss_params": {}}) == []
+  assert any(line.startswith("loss_params/offset_target_by_one: ignored:")
+             for line in slots.ignored_settings(Text2Text, config))
+
+
 def test_basic_sequence_loss_without_mask_counts_every_position():
   loss = BasicSequenceLoss({"do_mask": False, "average_across_timestep": True})
   loss_sum, weight = loss.compute_loss(_inputs())
