@@ -1,10 +1,14 @@
 """Decoders."""
 
+from open_seq2seq.decoders.convs2s_decoder import ConvS2SDecoder
 from open_seq2seq.decoders.decoder import Decoder
 from open_seq2seq.decoders.fake_decoder import FakeDecoder
 from open_seq2seq.decoders.fc_classifier import FullyConnectedDecoder
 from open_seq2seq.decoders.fc_decoders import FullyConnectedCTCDecoder
+from open_seq2seq.decoders.rnn_decoders import (BeamSearchRNNDecoderWithAttention,
+                                                RNNDecoderWithAttention)
 from open_seq2seq.decoders.transformer_decoder import TransformerDecoder
 
 __all__ = ["Decoder", "TransformerDecoder", "FullyConnectedCTCDecoder",
-           "FullyConnectedDecoder", "FakeDecoder"]
+           "FullyConnectedDecoder", "FakeDecoder", "ConvS2SDecoder",
+           "RNNDecoderWithAttention", "BeamSearchRNNDecoderWithAttention"]
