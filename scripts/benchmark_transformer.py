@@ -5,10 +5,10 @@ Runs ``run.py --benchmark`` once per model in its own process (so peak memory is
 and prints a Markdown table: median time per step, median tokens/s (real source + target
 tokens, as the peer scripts in ../shared/bench count them) and peak resident memory.
 
-    python scripts/benchmark_transformer.py --toy_data toy_text_data --bible_data /tmp/peer-bench/data
+    python scripts/benchmark_transformer.py --toy_data toy_text_data --bible_data data/bible_en_es
 
 Build the toy data with scripts/create_toy_data.py and the Bible data with
-../shared/bench/get_bible_en_es.sh. Add overrides for every model with --extra, e.g.
+scripts/get_bible_en_es.sh (the peers' folder from ../shared/bench/get_bible_en_es.sh reads too). Add overrides for every model with --extra, e.g.
 ``--extra=--dtype=mixed_bfloat16``.
 """
 
@@ -45,7 +45,8 @@ def run_benchmark(config: str, overrides: list[str], steps: int, start: int) -> 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--toy_data", default="toy_text_data")
-  parser.add_argument("--bible_data", default="/tmp/peer-bench/data")
+  parser.add_argument("--bible_data", default=os.path.join(
+      os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "bible_en_es"))
   parser.add_argument("--steps", type=int, default=60)
   parser.add_argument("--start", type=int, default=20, help="warm-up steps not timed")
   parser.add_argument("--extra", action="append", default=[], help="override for every run")

@@ -4,7 +4,8 @@
 # synthetic corpus, real recordings for the real-speech check), and Open MPI + Horovod so the
 # Horovod tests really run (see scripts/install_horovod.sh; skipped when already installed),
 # and Fashion-MNIST for the image learning test (scripts/get_fashion_mnist.sh), and the
-# novels and tweets of the language-model family (scripts/get_lm_data.sh).
+# novels and tweets of the language-model family (scripts/get_lm_data.sh), and the
+# English-Spanish Bible of the translation recipe (scripts/get_bible_en_es.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 APT_PACKAGES="espeak-ng flite pocketsphinx-testdata"
@@ -16,4 +17,5 @@ fi
 pip install -q -e "$ROOT[test]"
 bash "$ROOT/scripts/get_fashion_mnist.sh"  # real images for the image-classification learning test
 bash "$ROOT/scripts/get_lm_data.sh"  # English novels + sentiment tweets for the LM family's tests
+bash "$ROOT/scripts/get_bible_en_es.sh"  # English-Spanish Bible for the translation recipe's test
 bash "$ROOT/scripts/install_horovod.sh"

@@ -26,6 +26,10 @@ def data_overrides(data_dir: str) -> list[str]:
   out = []
   for key, rel in (("src_vocab_file", "vocab/source.txt"), ("tgt_vocab_file", "vocab/target.txt")):
     out.append(f"--data_layer_params/{key}={os.path.join(data_dir, rel)}")
+  # the toy data is whitespace-tokenized: a config reading raw text with SentencePiece
+  # models (the Bible's) reads it with the toy vocabularies instead
+  out += ["--data_layer_params/src_sentencepiece_model=None",
+          "--data_layer_params/tgt_sentencepiece_model=None"]
   return out
 
 
@@ -46,11 +50,14 @@ TINY_MODEL = [
 
 
 def run_cli(args: list[str], cwd: str | None = None, timeout: int = 600,
-            env: dict | None = None) -> subprocess.CompletedProcess:
-  """Runs ``python run.py ARGS`` and returns the completed process (never raises on rc)."""
+            env: dict | None = None, stdin: str | None = None
+            ) -> subprocess.CompletedProcess:
+  """Runs ``python run.py ARGS`` (``stdin``: text typed into it) and returns the completed
+  process (never raises on rc)."""
   full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT, **(env or {}))
   return subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), *args], cwd=cwd,
-                        capture_output=True, text=True, timeout=timeout, env=full_env)
+                        input=stdin, capture_output=True, text=True, timeout=timeout,
+                        env=full_env)
 
 
 def example_config_overrides(directory: str) -> tuple[list[str], int]:

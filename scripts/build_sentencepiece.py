@@ -1,0 +1,169 @@
+#!/usr/bin/env python
+"""Trains a SentencePiece model on raw text and writes it with a vocabulary file.
+
+One call trains one model on every ``--input`` file: give both sides' files for a joint
+model (one vocabulary for source and target, what shared embeddings need), or call once per
+side for separate models. Outputs:
+
+* ``PREFIX.model``: the SentencePiece model, trained with this project's special ids
+  (``<PAD>`` 0, ``<UNK>`` 1, ``<S>`` 2, ``</S>`` 3), so its ids are the data layer's ids;
+* ``PREFIX.vocab`` (or ``--vocab_file``): the pieces of ids 4.. one per line, in id order:
+  the vocabulary-file format of ``ParallelTextDataLayer`` (``special_tokens_already_in_vocab``
+  False), read back with the model's ids;
+* for each ``--encode IN OUT``: OUT holds IN's lines as space-separated pieces (for tools, or
+  for ``ParallelTextDataLayer`` with the vocabulary file instead of the model).
+
+``ParallelTextDataLayer`` can also read the raw text directly with
+``src_sentencepiece_model`` / ``tgt_sentencepiece_model`` = ``PREFIX.model``. Training is
+deterministic for a given input, options and ``--seed`` (inputs are read in order; with
+``--input_sentence_size`` the sample is drawn with the seed); with ``--num_threads`` above 1
+the unigram trainer may differ in the last digits of piece scores between runs.
+
+    python scripts/build_sentencepiece.py --input train.en --input train.es \\
+        --model_prefix data/spm --vocab_size 8000 --model_type bpe \\
+        --encode train.en train.sp.en --encode train.es train.sp.es
+    python scripts/build_sentencepiece.py --model data/spm.model --encode dev.en dev.sp.en
+"""
+
+from __future__ import annotations
+
+# The open_seq2seq imports (which load TensorFlow) wait until the arguments are known.
+# pylint: disable=import-outside-toplevel
+import argparse
+import io
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+MODEL_TYPES = ("bpe", "unigram", "char", "word")
+
+
+def read_sentences(paths: list[str]) -> list[str]:
+  """Non-blank lines of the files, in order (SentencePiece learns from these)."""
+  sentences = []
+  for path in paths:
+    try:
+      with open(path, encoding="utf-8") as f:
+        sentences.extend(line.rstrip("\r\n") for line in f if line.strip())
+    except FileNotFoundError:
+      raise SystemExit(f"error: --input {path} does not exist") from None
+    except UnicodeDecodeError as e:
+      raise SystemExit(f"error: --input {path} is not UTF-8 (byte offset {e.start}); "
+                       "re-encode it") from None
+  if not sentences:
+    raise SystemExit(f"error: --input {', '.join(paths)}: no text to learn from")
+  return sentences
+
+
+def train(sentences: list[str], vocab_size: int, model_type: str = "bpe",
+          character_coverage: float = 1.0, input_sentence_size: int = 0, seed: int = 0,
+          num_threads: int = 1) -> bytes:
+  """Trains a model with this project's special ids and returns it serialized."""
+  import sentencepiece
+  from open_seq2seq.data.text2text.sentencepiece_model import SPECIAL_TOKEN_OPTIONS
+  sentencepiece.set_random_generator_seed(seed)
+  model = io.BytesIO()
+  try:
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_writer=model, vocab_size=vocab_size,
+        model_type=model_type, character_coverage=character_coverage,
+        input_sentence_size=input_sentence_size,
+        shuffle_input_sentence=input_sentence_size > 0, num_threads=num_threads,
+        minloglevel=2, **SPECIAL_TOKEN_OPTIONS)
+  except RuntimeError as e:
+    # e.g. "Vocabulary size too high (9000). Please set it to a value <= 1234."
+    reason = str(e).strip().splitlines()[-1].split("] ")[-1]
+    raise SystemExit(f"error: SentencePiece training failed: {reason}") from None
+  return model.getvalue()
+
+
+def _usual_mode(path: str) -> None:
+  """Gives a file written through a temporary file the mode a plain open() would have."""
+  umask = os.umask(0)
+  os.umask(umask)
+  os.chmod(path, 0o666 & ~umask)
+
+
+def write_lines(path: str, lines: list[str]) -> None:
+  from open_seq2seq.utils.io import atomic_open
+  with atomic_open(path) as f:
+    f.writelines(line + "\n" for line in lines)
+  _usual_mode(path)
+
+
+def encode_file(vocab, source: str, target: str) -> int:
+  """Writes ``source``'s lines as space-separated pieces to ``target``; returns the pieces."""
+  from open_seq2seq.data.text2text.text2text import read_text_lines
+  lines = read_text_lines(source, "--encode")
+  pieces = vocab.pieces(lines)
+  write_lines(target, [" ".join(p) for p in pieces])
+  return sum(map(len, pieces))
+
+
+def main(argv: list[str] | None = None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--input", action="append", default=[],
+                      help="raw text file to learn from, one sentence per line (repeatable)")
+  parser.add_argument("--model_prefix", help="write PREFIX.model and PREFIX.vocab")
+  parser.add_argument("--model", help="use this trained .model instead of training one")
+  parser.add_argument("--vocab_file", help="where to write the vocabulary file (default: "
+                      "the model's path with .vocab instead of .model)")
+  parser.add_argument("--vocab_size", type=int, default=8000,
+                      help="pieces in the model, the 4 special tokens included")
+  parser.add_argument("--model_type", default="bpe", choices=MODEL_TYPES)
+  parser.add_argument("--character_coverage", type=float, default=1.0,
+                      help="share of characters the model covers (rarer ones are <UNK>; "
+                           "1.0 for alphabetic languages, ~0.9995 for CJK)")
+  parser.add_argument("--input_sentence_size", type=int, default=0,
+                      help="learn from a random sample of this many sentences (0: all)")
+  parser.add_argument("--seed", type=int, default=0, help="seed of SentencePiece's sampling")
+  parser.add_argument("--num_threads", type=int, default=1, help="trainer threads")
+  parser.add_argument("--encode", nargs=2, action="append", default=[], metavar=("IN", "OUT"),
+                      help="write IN's lines as space-separated pieces to OUT (repeatable)")
+  args = parser.parse_args(argv)
+  if (args.model is None) == (args.model_prefix is None):
+    raise SystemExit("error: give either --model_prefix (train a model on --input files) or "
+                     "--model (use a trained one)")
+  if args.model_prefix is not None and not args.input:
+    raise SystemExit("error: --model_prefix needs at least one --input file to learn from")
+  if args.model is not None and args.input:
+    raise SystemExit("error: --input is for training; drop it when --model is given")
+
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # open_seq2seq.data imports TensorFlow
+  from open_seq2seq.data.text2text.sentencepiece_model import (SentencePieceVocab,
+                                                               vocab_file_tokens)
+  from open_seq2seq.errors import OpenSeq2SeqError
+  from open_seq2seq.utils.io import atomic_open
+
+  model_path = args.model
+  if args.model_prefix is not None:
+    sentences = read_sentences(args.input)
+    proto = train(sentences, args.vocab_size, args.model_type, args.character_coverage,
+                  args.input_sentence_size, args.seed, args.num_threads)
+    model_path = args.model_prefix + ".model"
+    with atomic_open(model_path, binary=True) as f:
+      f.write(proto)
+    _usual_mode(model_path)
+    print(f"trained a {args.model_type} model of {args.vocab_size} pieces on "
+          f"{len(sentences)} sentences: {model_path}")
+  try:
+    vocab = SentencePieceVocab(model_path, "--model")
+    vocab_path = args.vocab_file
+    if vocab_path is None:
+      stem = model_path[:-len(".model")] if model_path.endswith(".model") else model_path
+      vocab_path = stem + ".vocab"
+    if args.model_prefix is not None or args.vocab_file is not None:
+      write_lines(vocab_path, vocab_file_tokens(vocab))
+      print(f"vocabulary file ({len(vocab)} ids with the 4 special tokens): {vocab_path}")
+    for source, target in args.encode:
+      count = encode_file(vocab, source, target)
+      print(f"encoded {source} -> {target} ({count} pieces)")
+  except OpenSeq2SeqError as e:
+    raise SystemExit(f"error: {e}") from None
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
