@@ -172,6 +172,23 @@ def test_residual_needs_equal_sizes():
   make_cell("gnmt", units=(4, 6, 6), residual=True)  # no residual around the second layer
 
 
+def test_gnmt_residual_of_a_narrower_layer_adds_the_first_features_of_its_input():
+  """A weight-tied GNMT decoder's last layer is narrower than the one below: as GNMT's
+  residual function did, it adds the first ``units`` features of the layer below."""
+  cell = make_cell("gnmt_v2", units=(4, 4, 3), residual=True)
+  memory_values, lengths = memory_batch(depth=5)
+  memory = cell.mechanism.prepare(memory_values, lengths)
+  inputs = tf.constant(RNG.normal(size=(2, 1, 3)), tf.float32)
+  got, _ = run_steps(cell, inputs, memory)
+  states = [[tf.zeros([2, n]), tf.zeros([2, n])] for n in (4, 4, 3)]
+  h, _ = cell.cells[0](tf.concat([inputs[:, 0], tf.zeros([2, 5])], -1), states[0])
+  context = attention_context(cell.mechanism.alignments(h, memory), memory.values)
+  h, _ = cell.cells[1](tf.concat([h, context], -1), states[1])
+  out, _ = cell.cells[2](tf.concat([h, context], -1), states[2])
+  np.testing.assert_allclose(got[:, 0].numpy(), (out + h[:, :3]).numpy(), rtol=1e-5,
+                             atol=1e-6)
+
+
 def test_dropout_is_deterministic_per_seed_and_absent_without():
   cell = make_cell("gnmt", input_keep_prob=0.5, output_keep_prob=0.5)
   memory_values, lengths = memory_batch(depth=5)

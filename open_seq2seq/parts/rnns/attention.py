@@ -261,7 +261,9 @@ class AttentionDecoderCell(keras.layers.Layer):
       units = _units(cell)
       if self._has_residual(i):
         actual = size if self.wiring == "standard" else size - memory_depth
-        if actual != units:
+        # GNMT's residual adds the first `units` features of a wider input (a weight-tied
+        # last layer is narrower than the one below it), as GNMT's residual function did
+        if actual != units and (self.wiring == "standard" or actual < units):
           raise ConfigError(f"decoder_use_skip_connections: layer {i} adds its input "
                             f"({actual}) to its output ({units}); sizes must match")
       cell.build((None, size))
@@ -304,7 +306,7 @@ class AttentionDecoderCell(keras.layers.Layer):
       output += tf.cast(x, output.dtype)
     output = self._dropout(output, self.output_keep_prob, seed, 2 * index + 1)
     if self._has_residual(index) and self.wiring != "standard":
-      output += tf.cast(actual_input, output.dtype)
+      output += tf.cast(actual_input[..., :output.shape[-1]], output.dtype)
     return output, new_states
 
   def step(self, inputs: tf.Tensor, state: dict, memory: AttentionMemory,
