@@ -2,7 +2,7 @@
 Backoff loss scaling) reaches the float32 learning test's BLEU threshold, and its checkpoint
 infers to that threshold in its own dtype and in float32.
 
-The sequences are at most 20 symbols long (the float32 test's reach 50): the same task, steps
+The sequences are at most 20 symbols long (as in the float32 test): the same task, steps
 and model, at under half the cost per step. On CPUs without native bfloat16 or float16
 (AVX2 only) half precision is emulated and a 50-symbol run took 10-15 minutes per dtype; at 20
 symbols each dtype trains in under 3 minutes there and reaches BLEU 96.8 (bfloat16) and 97.1
