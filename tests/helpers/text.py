@@ -23,3 +23,33 @@ def length_dataset(lengths, with_target: bool = True) -> tf.data.Dataset:
     spec.update(target=tf.TensorSpec([None], tf.int32),
                 target_length=tf.TensorSpec([], tf.int32))
   return tf.data.Dataset.from_generator(gen, output_signature=spec)
+
+
+# ----------------------------------------------------------------- encoder/decoder unit tests
+#: Ids of the toy vocabularies: padding, start and end symbols.
+PAD, GO, EOS = 0, 2, 3
+
+
+def batch_of(sequences, vocab):
+  """Pads token lists (EOS appended) into (ids [B, T], lengths [B])."""
+  rows = [list(s) + [EOS] for s in sequences]
+  width = max(len(r) for r in rows)
+  ids = np.full((len(rows), width), PAD, np.int32)
+  for i, r in enumerate(rows):
+    ids[i, :len(r)] = r
+  assert ids.max() < vocab
+  return tf.constant(ids), tf.constant([len(r) for r in rows], tf.int32)
+
+
+def random_tokens(rng, lengths, vocab):
+  """Token lists of the given lengths drawn from the real ids (4 .. vocab - 1)."""
+  return [rng.integers(4, vocab, size=n).tolist() for n in lengths]
+
+
+def run(model, src, tgt=None, training=False):
+  """(encoder output, decoder output) of ``model.encoder`` / ``model.decoder`` on a batch."""
+  enc = model.encoder({"source_tensors": src}, training=training)
+  inputs = {"encoder_output": enc}
+  if tgt is not None:
+    inputs["target_tensors"] = tgt
+  return enc, model.decoder(inputs, training=training)

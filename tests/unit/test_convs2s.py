@@ -12,8 +12,8 @@ from open_seq2seq.encoders.convs2s_encoder import ConvS2SEncoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.convs2s.utils import gated_linear_units
+from tests.helpers.text import EOS, GO, PAD, batch_of, random_tokens, run
 
-GO, EOS, PAD = 2, 3, 0
 EMB = 16
 # Widths change (projection on the residual) and a width-1 kernel has no cache.
 CONVS = [(16, 3), (16, 3), (24, 2), (24, 1)]
@@ -31,29 +31,6 @@ def build(encoder_params=None, decoder_params=None, src_vocab=13, tgt_vocab=11,
   if decoder.params["shared_embed"]:
     decoder.reuse_embeddings(encoder.embedding_softmax_layer)
   return types.SimpleNamespace(encoder=encoder, decoder=decoder)
-
-
-def batch_of(sequences, vocab):
-  """Pads token lists (EOS appended) into (ids [B, T], lengths [B])."""
-  rows = [list(s) + [EOS] for s in sequences]
-  width = max(len(r) for r in rows)
-  ids = np.full((len(rows), width), PAD, np.int32)
-  for i, r in enumerate(rows):
-    ids[i, :len(r)] = r
-  assert ids.max() < vocab
-  return tf.constant(ids), tf.constant([len(r) for r in rows], tf.int32)
-
-
-def random_tokens(rng, lengths, vocab):
-  return [rng.integers(4, vocab, size=n).tolist() for n in lengths]
-
-
-def run(model, src, tgt=None, training=False):
-  enc = model.encoder({"source_tensors": src}, training=training)
-  inputs = {"encoder_output": enc}
-  if tgt is not None:
-    inputs["target_tensors"] = tgt
-  return enc, model.decoder(inputs, training=training)
 
 
 def incremental_logits(decoder, enc, inputs):

@@ -10,8 +10,8 @@ from open_seq2seq.decoders import TransformerDecoder
 from open_seq2seq.encoders import TransformerEncoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts.beam_search import length_penalty
+from tests.helpers.text import EOS, PAD, batch_of, random_tokens, run
 
-GO, EOS, PAD = 2, 3, 0
 SIZES = dict(hidden_size=16, num_heads=2, filter_size=32)
 
 
@@ -26,29 +26,6 @@ def build(encoder_params=None, decoder_params=None, src_vocab=13, tgt_vocab=11,
   if decoder.params["shared_embed"]:
     decoder.reuse_embeddings(encoder.embedding_softmax_layer)
   return types.SimpleNamespace(encoder=encoder, decoder=decoder)
-
-
-def batch_of(sequences, vocab):
-  """Pads token lists (EOS appended) into (ids [B, T], lengths [B])."""
-  rows = [list(s) + [EOS] for s in sequences]
-  width = max(len(r) for r in rows)
-  ids = np.full((len(rows), width), PAD, np.int32)
-  for i, r in enumerate(rows):
-    ids[i, :len(r)] = r
-  assert ids.max() < vocab
-  return tf.constant(ids), tf.constant([len(r) for r in rows], tf.int32)
-
-
-def random_tokens(rng, lengths, vocab):
-  return [rng.integers(4, vocab, size=n).tolist() for n in lengths]
-
-
-def run(model, src, tgt=None, training=False):
-  enc = model.encoder({"source_tensors": src}, training=training)
-  inputs = {"encoder_output": enc}
-  if tgt is not None:
-    inputs["target_tensors"] = tgt
-  return enc, model.decoder(inputs, training=training)
 
 
 def test_shapes_and_outputs():
