@@ -11,6 +11,7 @@ from open_seq2seq.decoders.convs2s_decoder import ConvS2SDecoder
 from open_seq2seq.encoders.convs2s_encoder import ConvS2SEncoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
+from open_seq2seq.parts.convs2s.conv_wn_layer import shifted_conv1d
 from open_seq2seq.parts.convs2s.utils import gated_linear_units
 from tests.helpers.text import EOS, GO, PAD, batch_of, random_tokens, run
 
@@ -52,6 +53,19 @@ def test_gated_linear_units():
   assert gated_linear_units(tf.zeros([2, 6])).shape == (2, 3)
   with pytest.raises(ValueError):
     gated_linear_units(tf.zeros([1, 3]))
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 4])
+@pytest.mark.parametrize("causal", [False, True])
+def test_shifted_conv1d_equals_tf_conv1d(width, causal):
+  x = tf.random.stateless_normal([2, 5, 3], seed=[1, width])
+  kernel = tf.random.stateless_normal([width, 3, 4], seed=[2, width])
+  if causal:
+    expected = tf.nn.conv1d(tf.pad(x, [[0, 0], [width - 1, 0], [0, 0]]), kernel, 1, "VALID")
+  else:
+    expected = tf.nn.conv1d(x, kernel, 1, "SAME")
+  np.testing.assert_allclose(shifted_conv1d(x, kernel, causal).numpy(), expected.numpy(),
+                             rtol=1e-5, atol=1e-5)
 
 
 def test_weight_norm_kernel_norm_is_g():

@@ -14,6 +14,24 @@ from open_seq2seq.parts.convs2s.utils import gated_linear_units, is_glu
 from open_seq2seq.parts.transformer.utils import dropout, dropout_seed_generator
 
 
+def shifted_conv1d(x: tf.Tensor, kernel: tf.Tensor, causal: bool) -> tf.Tensor:
+  """Stride-1 convolution ``[batch, time, in] * [width, in, out] -> [batch, time, out]`` as
+  a sum of one matmul per tap over the time-shifted input.
+
+  Equal to ``tf.nn.conv1d`` with causal (left-only) or "SAME" padding, but the matmuls'
+  forward and backward passes are ~2.5x faster on CPU than conv1d's (oneDNN; 512 -> 1024
+  channels, width 3, measured in docs/benchmarks.md), and as fast on a GPU.
+  """
+  width = kernel.shape[0]
+  left = width - 1 if causal else (width - 1) // 2
+  padded = tf.pad(x, [[0, 0], [left, width - 1 - left], [0, 0]])
+  length = tf.shape(x)[1]
+  out = tf.einsum("bti,io->bto", padded[:, :length], kernel[0])
+  for tap in range(1, width):
+    out += tf.einsum("bti,io->bto", padded[:, tap:tap + length], kernel[tap])
+  return out
+
+
 class Conv1DNetworkNormalized(NormalizedLayer):
   """Convolution ``[batch, time, in_dim] -> [batch, time, out_dim]``.
 
@@ -55,12 +73,8 @@ class Conv1DNetworkNormalized(NormalizedLayer):
     """Whole sequences. The encoder zeroes padding positions of ``x`` before the call, so
     "SAME" padding sees the zeros a shorter batch would have."""
     x = dropout(x, 1.0 - self.keep_prob, training, self.seed_generator)
-    padding = "SAME"
-    if self.causal:
-      x = tf.pad(x, [[0, 0], [self.kernel_width - 1, 0], [0, 0]])
-      padding = "VALID"
-    y = tf.nn.conv1d(x, self.compute_kernel(), stride=1, padding=padding)
-    return self._finish(y, training, padding_mask)
+    return self._finish(shifted_conv1d(x, self.compute_kernel(), self.causal), training,
+                        padding_mask)
 
   # ----------------------------------------------------------------- incremental decoding
   def empty_cache(self, batch_size: Any, dtype: Any) -> tf.Tensor | None:
@@ -85,4 +99,4 @@ class Conv1DNetworkNormalized(NormalizedLayer):
     return self._finish(y[:, None, :], False, None), new_cache
 
 
-__all__ = ["Conv1DNetworkNormalized"]
+__all__ = ["Conv1DNetworkNormalized", "shifted_conv1d"]
