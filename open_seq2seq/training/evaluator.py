@@ -8,6 +8,7 @@ data layer (sharded over workers, gathered in input order), a single batch for s
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import tensorflow as tf
@@ -22,6 +23,31 @@ from open_seq2seq.training.reporting import format_number, log
 
 def to_numpy(value: Any) -> Any:
   return tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else t, value)
+
+
+class InferenceRate:
+  """This process's inference speed, timed from the end of the first batch (whose time
+  includes tracing the model) to the end of the pass."""
+
+  def __init__(self):
+    self.batches = 0
+    self.start = self.start_count = self.elapsed = self.count = 0
+
+  def batch_done(self, count: int) -> None:
+    """``count``: inputs inferred so far, after a batch."""
+    self.batches += 1
+    now = time.perf_counter()
+    if self.batches == 1:
+      self.start, self.start_count = now, count
+    self.elapsed, self.count = now - self.start, count - self.start_count
+
+  def line(self) -> str | None:
+    """``inferred N inputs after the first batch in T s: R inputs/s`` (None before two
+    batches: one batch has no untraced time)."""
+    if self.batches < 2 or self.elapsed <= 0:
+      return None
+    return (f"inferred {self.count} inputs after the first batch in {self.elapsed:.1f} s: "
+            f"{self.count / self.elapsed:.2f} inputs/s (this process)")
 
 
 class Evaluator:
@@ -120,6 +146,7 @@ class Evaluator:
 
     bar = reporting.ProgressBar(label, self._total_batches(layer), enabled=self.is_chief)
     infer_results, eval_results, loss_sum, weight = [], [], 0.0, 0.0
+    rate = InferenceRate()
     for batch, num_valid in self.backend.eval_batches(dataset_fn):
       self.ensure_variables(self.backend.local_results(batch)[0])
       out = self._pass_function(label, specs[0])(batch)
@@ -134,7 +161,10 @@ class Evaluator:
           loss_sum += float(replica_out["loss_sum"])
           weight += float(replica_out["weight"])
       bar.update()
+      rate.batch_done(len(infer_results))
     bar.close()
+    if label == "infer" and self.is_chief and rate.line():
+      log(rate.line())
     infer_results = sorted(self.backend.gather_objects(infer_results), key=lambda r: r[0])
     eval_results = sorted(self.backend.gather_objects(eval_results), key=lambda r: r[0])
     totals = self.backend.gather_objects([(loss_sum, weight)])

@@ -2,6 +2,7 @@
 Trainer's use of the data layer's batching facts, on a tiny toy Transformer."""
 
 import os
+import re
 
 import pytest
 
@@ -9,7 +10,7 @@ from open_seq2seq.config import load_config
 from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.outputs import OutputSink
 from open_seq2seq.training.checkpoints import CheckpointStore, model_checkpoint_object
-from open_seq2seq.training.evaluator import Evaluator
+from open_seq2seq.training.evaluator import Evaluator, InferenceRate
 from open_seq2seq.training.trainer import Trainer
 from tests.helpers import toy
 
@@ -71,6 +72,26 @@ def test_infer_outputs_come_back_in_input_order(toy_data, tmp_path):
   for batch in model.data_layer.build_dataset().unbatch().batch(1):
     one_by_one += model.interactive_lines(*_numpy(batch, evaluator))
   assert lines == one_by_one
+
+
+def test_infer_logs_its_speed_after_the_first_batch(toy_data, capsys):
+  model = build(toy_data, "infer", "test", "--batch_size_per_gpu=2")  # 5 inputs: 3 batches
+  Evaluator(model, Backend()).infer(model.data_layer)
+  [line] = [l for l in capsys.readouterr().out.splitlines() if "inputs/s" in l]
+  # the first batch (2 inputs, with tracing) is not counted
+  assert re.search(r"inferred 3 inputs after the first batch in [\d.]+ s: [\d.]+ inputs/s",
+                   line), line
+
+
+def test_inference_rate_needs_two_batches():
+  rate = InferenceRate()
+  assert rate.line() is None
+  rate.batch_done(4)
+  assert rate.line() is None  # one batch: all of its time is tracing
+  rate.start -= 2.0  # as if the second batch ended two seconds after the first
+  rate.batch_done(10)
+  assert rate.count == 6 and rate.elapsed >= 2.0
+  assert "inferred 6 inputs" in rate.line()
 
 
 def _numpy(batch, evaluator):
