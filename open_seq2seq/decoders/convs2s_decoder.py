@@ -72,6 +72,8 @@ class ConvS2SDecoder(Decoder):
       "alpha": Param(float, 0.6, "GNMT length-penalty exponent for beam search."),
       "extra_decode_length": Param(int, 50,
                                    "Decode at most source length + this many tokens."),
+      "min_decode_length": Param(int, 0, "Inference: no hypothesis ends before this many "
+                                 "tokens (0: no minimum; e.g. to time decoding at one length)."),
       "EOS_ID": Param(int, 3, "Ignored: decoding stops at END_SYMBOL, the end id of the "
                       "data layer's vocabulary (OpenSeq2Seq's beam search alone read EOS_ID)."),
       "GO_SYMBOL": Param(int, 2, "Id fed as the first decoder input."),
@@ -85,7 +87,8 @@ class ConvS2SDecoder(Decoder):
     super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     p = self.params
     self.conv_spec = conv_layers(p, "decoder_params", "decoder_layers")
-    for key, minimum in (("tgt_emb_size", 1), ("beam_size", 1), ("extra_decode_length", 0)):
+    for key, minimum in (("tgt_emb_size", 1), ("beam_size", 1), ("extra_decode_length", 0),
+                         ("min_decode_length", 0)):
       if p[key] < minimum:
         raise ConfigError(f"decoder_params/{key}: must be >= {minimum}, got {p[key]}")
     self.vocab_size = resolve_size(p, "tgt_vocab_size", vocab_size, "decoder_params")
@@ -313,10 +316,12 @@ class ConvS2SDecoder(Decoder):
     go = tf.fill([batch_size], p["GO_SYMBOL"])
     if beam_size == 1:
       ids, scores, lengths = beam_search.greedy_decode(
-          step, go, decode_lengths, p["END_SYMBOL"], states=state, pad_id=p["PAD_SYMBOL"])
+          step, go, decode_lengths, p["END_SYMBOL"], states=state, pad_id=p["PAD_SYMBOL"],
+          min_length=p["min_decode_length"])
     else:
       result = beam_search.beam_search(step, go, beam_size, decode_lengths, self.vocab_size,
                                        p["alpha"], p["END_SYMBOL"], states=state,
-                                       pad_id=p["PAD_SYMBOL"])
+                                       pad_id=p["PAD_SYMBOL"],
+          min_length=p["min_decode_length"])
       ids, scores, lengths = result.ids[:, 0], result.scores[:, 0], result.lengths[:, 0]
     return {"outputs": ids, "final_sequence_lengths": lengths, "scores": scores}

@@ -102,6 +102,8 @@ class RNNDecoderWithAttention(Decoder):
       "PAD_SYMBOL": Param(int, 0, "Id written after the end of a decoded sequence."),
       "extra_decode_length": Param(int, 0, "Inference decodes at most 2 * source length + "
                                    "this many tokens per example."),
+      "min_decode_length": Param(int, 0, "Inference: no hypothesis ends before this many "
+                                 "tokens (0: no minimum; e.g. to time decoding at one length)."),
       "use_swap_memory": Param(bool, False, "Ignored: TF 2 while loops do not swap their "
                                "activations to host memory (tf.while_loop drops swap_memory)."),
       "time_major": Param(bool, False, "Ignored: tensors stay batch-major (a TF 1 layout "
@@ -118,7 +120,8 @@ class RNNDecoderWithAttention(Decoder):
     super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     p = self.params
     for key, minimum in (("decoder_layers", 1), ("tgt_emb_size", 1),
-                         ("attention_layer_size", 1), ("extra_decode_length", 0)):
+                         ("attention_layer_size", 1), ("extra_decode_length", 0),
+                         ("min_decode_length", 0)):
       if p[key] < minimum:
         raise ConfigError(f"decoder_params/{key}: must be >= {minimum}, got {p[key]}")
     for key in ("decoder_dp_input_keep_prob", "decoder_dp_output_keep_prob"):
@@ -328,11 +331,13 @@ class RNNDecoderWithAttention(Decoder):
     go = tf.fill([batch_size], p["GO_SYMBOL"])
     if beam_width == 1:
       ids, scores, lengths = beam_search.greedy_decode(
-          step, go, decode_lengths, p["END_SYMBOL"], states=state, pad_id=p["PAD_SYMBOL"])
+          step, go, decode_lengths, p["END_SYMBOL"], states=state, pad_id=p["PAD_SYMBOL"],
+          min_length=p["min_decode_length"])
     else:
       result = beam_search.beam_search(
           step, go, beam_width, decode_lengths, self.vocab_size, alpha, p["END_SYMBOL"],
           states=state, pad_id=p["PAD_SYMBOL"], coverage_penalty=beta,
+          min_length=p["min_decode_length"],
           coverage_fn=lambda s: beam_search.coverage_score(s["coverage"], memory.mask))
       ids, scores, lengths = result.ids[:, 0], result.scores[:, 0], result.lengths[:, 0]
     return {"outputs": ids, "final_sequence_lengths": lengths, "scores": scores}

@@ -137,7 +137,7 @@ def _merge_finished(alive_seq: tf.Tensor, candidates: tf.Tensor, ends: tf.Tensor
 def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size: int,
                 decode_length: Any, vocab_size: int | None, alpha: float, eos_id: int,
                 states: Any = None, pad_id: int = 0, coverage_penalty: float = 0.0,
-                coverage_fn: CoverageFn | None = None) -> DecodeResult:
+                coverage_fn: CoverageFn | None = None, min_length: int = 0) -> DecodeResult:
   """Length-penalised beam search keeping alive and finished hypotheses apart.
 
   At each step every alive hypothesis is extended by every token. Extensions by ``eos_id``
@@ -171,6 +171,9 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
       hypothesis, never positive (the early-stopping bound relies on it), e.g.
       :func:`coverage_score` of the attention sums the decoder keeps in its states;
       required when ``coverage_penalty`` is not 0.
+    min_length: no hypothesis ends (by ``eos_id``) before it has this many tokens, unless
+      its ``decode_length`` is shorter (OpenNMT-tf's ``minimum_decoding_length``, fairseq's
+      ``--min-len``).
 
   Returns:
     :class:`DecodeResult` with ids [batch, beam, time], best first.
@@ -205,8 +208,9 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
     logits = tf.cast(logits, tf.float32)
     vocab = vocab_size or logits.shape[-1] or tf.shape(logits)[-1]
     log_probs = tf.nn.log_softmax(tf.reshape(logits, [batch_size, k, vocab]))
-    candidates = alive_log_probs[:, :, None] + log_probs  # [B, K, V]
     is_eos = tf.equal(tf.range(vocab), eos_id)[None, None, :]
+    log_probs = _forbid_early_end(log_probs, is_eos, i, min_length)
+    candidates = alive_log_probs[:, :, None] + log_probs  # [B, K, V]
     at_limit = tf.greater_equal(i + 1, max_lengths)[:, None, None]
     ends = tf.logical_or(is_eos, at_limit)  # [B, 1|K, V] extensions that finish
     new_alive_seq, new_alive_log_probs, beam_index = _best_alive(alive_seq, candidates, ends, k)
@@ -242,8 +246,18 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
   return DecodeResult(finished_seq[:, :, 1:], finished_scores, finished_lengths)
 
 
+def _forbid_early_end(log_probs: tf.Tensor, is_eos: tf.Tensor, step: tf.Tensor,
+                      min_length: int) -> tf.Tensor:
+  """``log_probs`` with the end symbol impossible while fewer than ``min_length`` tokens
+  precede it (``step`` tokens do)."""
+  if not min_length:
+    return log_probs
+  return tf.where(tf.logical_and(is_eos, step < min_length), _NEG_INF, log_probs)
+
+
 def greedy_decode(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, decode_length: Any,
-                  eos_id: int, states: Any = None, pad_id: int = 0) -> DecodeResult:
+                  eos_id: int, states: Any = None, pad_id: int = 0,
+                  min_length: int = 0) -> DecodeResult:
   """Picks the most likely token at every step until ``eos_id`` or ``decode_length``.
 
   Args: as for :func:`beam_search` (``states`` has first dimension batch).
@@ -259,6 +273,8 @@ def greedy_decode(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, decode_l
   def body(i, ids, finished, scores, lengths, states):
     logits, states = symbols_to_logits_fn(ids[:, -1], i, states)
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+    is_eos = tf.equal(tf.range(tf.shape(log_probs)[-1]), eos_id)[None, :]
+    log_probs = _forbid_early_end(log_probs, is_eos, i, min_length)
     token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
     token_log_prob = tf.gather(log_probs, token, batch_dims=1)
     token = tf.where(finished, pad_id, token)

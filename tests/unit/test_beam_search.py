@@ -151,6 +151,32 @@ def test_stops_early_when_no_alive_beam_can_win():
   assert ids[:, 0, 0].tolist() == [EOS, EOS]
 
 
+@pytest.mark.parametrize("min_length", [2, 3])
+def test_min_length_keeps_the_end_symbol_out_of_short_hypotheses(min_length):
+  max_len = 4
+  tables = make_tables(seed=7, batch=2, scale=0.5)
+  tables[..., EOS] += 20.0  # without a minimum, every hypothesis would end at once
+  result = beam_search(table_step_fn(tables), tf.fill([2], GO), 27, max_len, VOCAB, 0.6, EOS,
+                       states=initial_states(2), pad_id=PAD, min_length=min_length)
+  ids, scores, lengths = (t.numpy() for t in result)
+  for b in range(2):
+    # the best of the hypotheses whose end symbol has at least min_length tokens before it
+    allowed = [s for s in complete_hypotheses(max_len)
+               if s[-1] != EOS or len(s) > min_length]
+    best_score, best_seq = max((gnmt_score(tables[b], s, 0.6), s) for s in allowed)
+    assert trim(ids[b, 0], lengths[b, 0]) == best_seq
+    assert lengths[b, 0] == min_length + 1  # it ends as soon as it may
+    np.testing.assert_allclose(scores[b, 0], best_score, rtol=1e-5)
+  greedy = greedy_decode(table_step_fn(tables), tf.fill([2], GO), max_len, EOS,
+                         states=initial_states(2), pad_id=PAD, min_length=min_length)
+  assert greedy.lengths.numpy().tolist() == [min_length + 1] * 2
+  assert (greedy.ids.numpy()[:, :min_length] != EOS).all()
+  # a decode length below the minimum still bounds the hypotheses
+  short = greedy_decode(table_step_fn(tables), tf.fill([2], GO), 1, EOS,
+                        states=initial_states(2), pad_id=PAD, min_length=min_length)
+  assert short.lengths.numpy().tolist() == [1, 1]
+
+
 def numpy_greedy(table: np.ndarray, max_len: int):
   seq, code = [], prefix_code(0, GO)
   while len(seq) < max_len:
