@@ -6,11 +6,15 @@ gives the median time per step, tokens/s (real source + target tokens, as the pe
 ../shared/bench count them) and peak resident memory. With ``--infer_sentences N`` it also
 trains ``--infer_after`` steps into a checkpoint and translates the first N test sentences
 with the config's beam search, reporting sentences/s after the first batch (run.py's infer
-log line) and the mean hypothesis length in words: a briefly trained model decodes to its
-length limit, so compare models at equal lengths. Prints one Markdown table.
+log line) and the mean hypothesis length (in SentencePiece pieces for the Bible models,
+re-encoded from the detokenized output; in words for the toy). A briefly trained model ends its
+hypotheses at once (or never): ``--infer_min_length L`` sets ``min_decode_length`` so that
+every hypothesis has at least L pieces, a length like the references'; the cost of
+a decoding step does not depend on how well the weights are trained. Prints one Markdown
+table (``--infer_only``: the beam-search columns alone).
 
     python scripts/benchmark_translation.py --models transformer,gnmt,convs2s \
-        --steps 40 --start 10 --infer_sentences 256
+        --steps 40 --start 10 --infer_sentences 256 --infer_min_length 32
 
 Models: ``toy`` (nmt-reversal-TT on --toy_data) and the Bible en-es configs ``transformer``
 (alias ``bible``), ``gnmt`` and ``convs2s`` (data from scripts/get_bible_en_es.sh; the
@@ -59,7 +63,8 @@ def train_figures(config: str, overrides: list[str], steps: int, start: int) -> 
 
 
 def infer_figures(config: str, overrides: list[str], train_steps: int, sentences: int,
-                  test_source: str) -> dict:
+                  test_source: str, tokenize=str.split) -> dict:
+  """Beam-search sentences/s and the mean hypothesis length in ``tokenize``'s tokens."""
   with tempfile.TemporaryDirectory() as work:
     logdir = os.path.join(work, "logdir")
     _run([f"--config_file={config}", "--mode=train", f"--logdir={logdir}",
@@ -74,10 +79,21 @@ def infer_figures(config: str, overrides: list[str], train_steps: int, sentences
                 f"--infer_output_file={output}", f"--data_layer_params/source_file={source}",
                 f"--data_layer_params/target_file={source}", *overrides])
     with open(output, encoding="utf-8") as f:
-      lengths = [len(line.split()) for line in f]
+      lengths = [len(tokenize(line)) for line in f]
   return {"sentences_per_s": _number(r"after the first batch in [\d.]+ s: ([\d.]+) inputs/s",
                                      out),
-          "mean_words": statistics.mean(lengths)}
+          "mean_length": statistics.mean(lengths)}
+
+
+def _tokenizer(name: str):
+  """How hypotheses are counted: the Bible models' SentencePiece pieces (the detokenized
+  output encoded again), the toy model's words."""
+  if name == "toy":
+    return str.split
+  import sentencepiece
+  model = sentencepiece.SentencePieceProcessor(
+      model_file=os.path.join(os.environ["BIBLE_DATA"], "spm.model"))
+  return lambda line: model.encode(line.rstrip("\n"))
 
 
 def main() -> None:
@@ -88,9 +104,13 @@ def main() -> None:
   parser.add_argument("--steps", type=int, default=60)
   parser.add_argument("--start", type=int, default=20, help="warm-up steps not timed")
   parser.add_argument("--infer_sentences", type=int, default=0,
-                      help="also time beam search on this many test sentences (Bible models)")
+                      help="also time beam search on this many test sentences")
   parser.add_argument("--infer_after", type=int, default=5,
                       help="training steps of the checkpoint that --infer_sentences decodes")
+  parser.add_argument("--infer_min_length", type=int, default=0,
+                      help="decoder_params/min_decode_length of the timed beam search")
+  parser.add_argument("--infer_only", action="store_true",
+                      help="time beam search alone (with --infer_sentences)")
   parser.add_argument("--extra", action="append", default=[], help="override for every run")
   args = parser.parse_args()
   toy = os.path.abspath(args.toy_data)
@@ -108,21 +128,30 @@ def main() -> None:
     else:
       raise SystemExit(f"--models: unknown model {name!r}; choose from toy, "
                        f"{', '.join(BIBLE_MODELS)}")
-    figures = train_figures(config, overrides + args.extra, args.steps, args.start)
-    if args.infer_sentences and name != "toy":
-      figures.update(infer_figures(config, args.extra, args.infer_after, args.infer_sentences,
-                                   os.path.join(os.environ["BIBLE_DATA"], "test.en")))
+    figures = {}
+    if not args.infer_only:
+      figures = train_figures(config, overrides + args.extra, args.steps, args.start)
+    if args.infer_sentences:
+      extra = overrides + args.extra + [
+          f"--decoder_params/min_decode_length={args.infer_min_length}"]
+      test_source = (os.path.join(toy, "test", "source.txt") if name == "toy" else
+                     os.path.join(os.environ["BIBLE_DATA"], "test.en"))
+      figures.update(infer_figures(config, extra, args.infer_after, args.infer_sentences,
+                                   test_source, _tokenizer(name)))
     rows.append((name, figures))
     print(f"{name}: {figures}", file=sys.stderr)
+  train = not args.infer_only
   infer = any("sentences_per_s" in f for _, f in rows)
-  print("| model | parameters | s/step (median) | tokens/s (median) | peak memory (MB) |" +
-        (" beam sentences/s | mean words |" if infer else ""))
-  print("|---|---:|---:|---:|---:|" + ("---:|---:|" if infer else ""))
+  print("| model |" + (" parameters | s/step (median) | tokens/s (median) | peak memory (MB) |"
+                      if train else "") + (" beam sentences/s | mean length |" if infer else ""))
+  print("|---|" + ("---:|" * 4 if train else "") + ("---:|---:|" if infer else ""))
   for name, f in rows:
-    line = (f"| {name} | {f['params'] / 1e6:.1f}M | {f['s_per_step']:.3f} | "
-            f"{f['tokens_per_s']:,.0f} | {f['peak_mb']:,.0f} |")
+    line = f"| {name} |"
+    if train:
+      line += (f" {f['params'] / 1e6:.1f}M | {f['s_per_step']:.3f} | "
+               f"{f['tokens_per_s']:,.0f} | {f['peak_mb']:,.0f} |")
     if infer:
-      line += (f" {f['sentences_per_s']:.2f} | {f['mean_words']:.1f} |"
+      line += (f" {f['sentences_per_s']:.2f} | {f['mean_length']:.1f} |"
                if "sentences_per_s" in f else " | |")
     print(line)
 
