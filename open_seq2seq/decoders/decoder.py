@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from open_seq2seq.utils.component import LayerComponent
+from open_seq2seq.utils.params import Param
+
+#: ``decoder_params/min_decode_length`` of every decoder that searches (greedy or beam).
+MIN_DECODE_LENGTH = Param(int, 0, "Inference: no hypothesis ends before this many tokens "
+                          "(0: no minimum; e.g. to time decoding at one length).")
 
 
 class Decoder(LayerComponent):

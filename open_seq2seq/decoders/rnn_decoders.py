@@ -36,7 +36,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.decoders.decoder import Decoder
+from open_seq2seq.decoders.decoder import MIN_DECODE_LENGTH, Decoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.rnns.attention import (AttentionDecoderCell, AttentionMemory,
@@ -102,8 +102,7 @@ class RNNDecoderWithAttention(Decoder):
       "PAD_SYMBOL": Param(int, 0, "Id written after the end of a decoded sequence."),
       "extra_decode_length": Param(int, 0, "Inference decodes at most 2 * source length + "
                                    "this many tokens per example."),
-      "min_decode_length": Param(int, 0, "Inference: no hypothesis ends before this many "
-                                 "tokens (0: no minimum; e.g. to time decoding at one length)."),
+      "min_decode_length": MIN_DECODE_LENGTH,
       "use_swap_memory": Param(bool, False, "Ignored: TF 2 while loops do not swap their "
                                "activations to host memory (tf.while_loop drops swap_memory)."),
       "time_major": Param(bool, False, "Ignored: tensors stay batch-major (a TF 1 layout "

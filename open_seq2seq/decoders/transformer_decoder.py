@@ -9,7 +9,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.decoders.decoder import Decoder
+from open_seq2seq.decoders.decoder import MIN_DECODE_LENGTH, Decoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.transformer.attention import Attention, SelfAttention
@@ -105,8 +105,7 @@ class TransformerDecoder(Decoder):
       "alpha": Param(float, 0.6, "GNMT length-penalty exponent for beam search."),
       "extra_decode_length": Param(int, 50,
                                    "Decode at most source length + this many tokens."),
-      "min_decode_length": Param(int, 0, "Inference: no hypothesis ends before this many "
-                                 "tokens (0: no minimum; e.g. to time decoding at one length)."),
+      "min_decode_length": MIN_DECODE_LENGTH,
       "EOS_ID": Param(int, 3, "Ignored: every decoder stops at END_SYMBOL, the end id of the "
                       "data layer's vocabulary (OpenSeq2Seq's beam search alone read EOS_ID)."),
       "GO_SYMBOL": Param(int, 2, "Id fed as the first decoder input."),
@@ -289,12 +288,12 @@ class TransformerDecoder(Decoder):
     if beam_size == 1:
       result = beam_search.greedy_decode(step, go, decode_lengths, p["END_SYMBOL"],
                                          states=cache, pad_id=p["PAD_SYMBOL"],
-          min_length=p["min_decode_length"])
+                                         min_length=p["min_decode_length"])
       ids, scores, lengths = result
     else:
       result = beam_search.beam_search(step, go, beam_size, decode_lengths, self.vocab_size,
                                        p["alpha"], p["END_SYMBOL"], states=cache,
                                        pad_id=p["PAD_SYMBOL"],
-          min_length=p["min_decode_length"])
+                                       min_length=p["min_decode_length"])
       ids, scores, lengths = result.ids[:, 0], result.scores[:, 0], result.lengths[:, 0]
     return {"outputs": ids, "final_sequence_lengths": lengths, "scores": scores}
