@@ -75,9 +75,11 @@ def infer_figures(config: str, overrides: list[str], train_steps: int, sentences
     with open(test_source, encoding="utf-8") as f, open(source, "w", encoding="utf-8") as g:
       g.writelines(line for _, line in zip(range(sentences), f))
     output = os.path.join(work, "hypotheses.txt")
+    # after the model's overrides (the toy's name its train files): the last one wins
     out = _run([f"--config_file={config}", "--mode=infer", f"--logdir={logdir}",
-                f"--infer_output_file={output}", f"--data_layer_params/source_file={source}",
-                f"--data_layer_params/target_file={source}", *overrides])
+                f"--infer_output_file={output}", *overrides,
+                f"--data_layer_params/source_file={source}",
+                f"--data_layer_params/target_file={source}"])
     with open(output, encoding="utf-8") as f:
       lengths = [len(tokenize(line)) for line in f]
   return {"sentences_per_s": _number(r"after the first batch in [\d.]+ s: ([\d.]+) inputs/s",
