@@ -18,9 +18,9 @@ def shifted_conv1d(x: tf.Tensor, kernel: tf.Tensor, causal: bool) -> tf.Tensor:
   """Stride-1 convolution ``[batch, time, in] * [width, in, out] -> [batch, time, out]`` as
   a sum of one matmul per tap over the time-shifted input.
 
-  Equal to ``tf.nn.conv1d`` with causal (left-only) or "SAME" padding, but the matmuls'
-  forward and backward passes are ~2.5x faster on CPU than conv1d's (oneDNN; 512 -> 1024
-  channels, width 3, measured in docs/benchmarks.md), and as fast on a GPU.
+  Equal to ``tf.nn.conv1d`` with causal (left-only) or "SAME" padding, but forward plus
+  backward is 2.2x faster than conv1d's on an AVX2 CPU (oneDNN; 512 -> 1,024 channels,
+  width 3: scripts/bench_conv1d.py, docs/benchmarks.md). Not measured on a GPU.
   """
   width = kernel.shape[0]
   left = width - 1 if causal else (width - 1) // 2
