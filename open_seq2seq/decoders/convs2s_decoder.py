@@ -17,7 +17,8 @@ from open_seq2seq.parts.convs2s.attention_wn_layer import AttentionLayerNormaliz
 from open_seq2seq.parts.convs2s.conv_wn_layer import Conv1DNetworkNormalized
 from open_seq2seq.parts.convs2s.embedding_layer import ConvS2SEmbedding, PositionEmbedding
 from open_seq2seq.parts.convs2s.ffn_wn_layer import FeedForwardNetworkNormalized
-from open_seq2seq.parts.convs2s.utils import SHARED_PARAMS, conv_layers, residual_scale
+from open_seq2seq.parts.convs2s.utils import (SHARED_PARAMS, conv_layers,
+                                            normalized_layer_kwargs, residual_scale)
 from open_seq2seq.parts.transformer.utils import (dropout, dropout_seed_generator,
                                                   get_padding_mask)
 from open_seq2seq.utils import keras_compat
@@ -102,8 +103,7 @@ class ConvS2SDecoder(Decoder):
                         f"make them equal or set shared_embed=False")
     keras_compat.set_untracked(self, "_shared_embedding", None)
     policy = self.dtype_policy
-    norm = dict(normalization_type=p["normalization_type"], init_var=p["init_var"],
-                dtype=policy)
+    norm = normalized_layer_kwargs(p, policy)
     # Created even with shared_embed (unbuilt, so without variables): the fallback when the
     # encoder has no embedding to share is built in reuse_embeddings.
     self.embedding_softmax_layer = ConvS2SEmbedding(

@@ -5,7 +5,8 @@ The trainer is written once against :class:`Backend`. A backend decides
 * where variables live (``strategy.scope()``) and how a per-replica function runs
   (``strategy.run``);
 * how per-replica values are summed across replicas *and* processes (:meth:`reduce_sum`),
-  which the trainer uses for gradients, loss sums and token counts;
+  which the trainer uses for gradients, loss sums and token counts, and from inside a
+  replica function (:meth:`replica_sum`, for data-dependent initialization);
 * which shard of the data each process reads, who writes files (:attr:`is_chief`), how
   initial variables are made identical (:meth:`broadcast_variables`) and how eval/infer
   results are gathered on the chief (:meth:`gather_objects`).
@@ -111,6 +112,12 @@ class Backend:
   def reduce_sum(self, value: Any) -> Any:
     """Sums a per-replica (nested) value over all replicas of all processes."""
     return self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+
+  def replica_sum(self, values: list) -> list:
+    """Sums each tensor of ``values`` over all replicas of all processes, from *inside* a
+    replica function (:meth:`run`); every replica gets the sums."""
+    return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM,
+                                                           list(values))
 
   def local_results(self, value: Any) -> list:
     """The per-replica components of ``value`` held by this process."""

@@ -116,6 +116,9 @@ class HorovodBackend(Backend):
         reduced[i] = total
     return tf.nest.pack_sequence_as(value, reduced)
 
+  def replica_sum(self, values: list) -> list:
+    return list(self.hvd.grouped_allreduce(list(values), op=self.hvd.Sum))
+
   def broadcast_variables(self, variables: list) -> None:
     underlying = [getattr(v, "value", v) if not isinstance(v, tf.Variable) else v
                   for v in variables]

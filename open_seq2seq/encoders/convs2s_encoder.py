@@ -11,7 +11,8 @@ from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts.convs2s.conv_wn_layer import Conv1DNetworkNormalized
 from open_seq2seq.parts.convs2s.embedding_layer import ConvS2SEmbedding, PositionEmbedding
 from open_seq2seq.parts.convs2s.ffn_wn_layer import FeedForwardNetworkNormalized
-from open_seq2seq.parts.convs2s.utils import SHARED_PARAMS, conv_layers, residual_scale
+from open_seq2seq.parts.convs2s.utils import (SHARED_PARAMS, conv_layers,
+                                            normalized_layer_kwargs, residual_scale)
 from open_seq2seq.parts.transformer.utils import (dropout, dropout_seed_generator,
                                                   get_padding_bias, get_padding_mask)
 from open_seq2seq.utils.component import resolve_size
@@ -74,8 +75,7 @@ class ConvS2SEncoder(Encoder):
         raise ConfigError(f"encoder_params/{key}: must be positive, got {p[key]}")
     self.vocab_size = resolve_size(p, "src_vocab_size", vocab_size, "encoder_params")
     policy, emb = self.dtype_policy, p["src_emb_size"]
-    norm = dict(normalization_type=p["normalization_type"], init_var=p["init_var"],
-                dtype=policy)
+    norm = normalized_layer_kwargs(p, policy)
     self.embedding_softmax_layer = ConvS2SEmbedding(
         self.vocab_size, emb, p["pad_embeddings_2_eight"], dtype=policy, name="embedding")
     self.position_embedding_layer = PositionEmbedding(

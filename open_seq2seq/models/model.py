@@ -23,6 +23,7 @@ from open_seq2seq.data.description import DataDescription
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.optimizers.larc import LARC_PARAMS_TYPE
 from open_seq2seq.outputs import InferenceOutput, SampleSummary, TextLines
+from open_seq2seq.parts import data_init
 from open_seq2seq.training.step_summaries import SUMMARY_NAMES, SUMMARY_NAMES_TYPE
 from open_seq2seq.utils.initializers import make_initializer
 from open_seq2seq.utils.params import AnyType, Configurable, Param, callable_or_class
@@ -228,6 +229,27 @@ class Model(Configurable):
     else:
       self.forward(batch, training=False)
     self._variables_created = True
+
+  def data_init_layers(self) -> list[keras.layers.Layer]:
+    """The layers taking part in data-dependent initialization (a component's layers whose
+    ``data_init`` is set; see :mod:`open_seq2seq.parts.data_init`), in a fixed order."""
+    found = []
+    for layer in self.layers:
+      for sub in layer._flatten_layers(include_self=True):  # pylint: disable=protected-access
+        if getattr(sub, "data_init", False) and hasattr(sub, "data_init_variables"):
+          found.append(sub)
+    return found
+
+  def data_init_values(self, batch: dict, replica_sum: Callable[[list], list]
+                       ) -> list[tf.Tensor]:
+    """One data-dependent initialization pass: the forward pass (no dropout) over ``batch``,
+    each opted-in layer measuring its pre-activation with ``replica_sum`` summing the
+    moments over every replica. Returns the new values of every layer's
+    ``data_init_variables()``, flattened in :meth:`data_init_layers` order (the caller
+    assigns them)."""
+    with data_init.recording(replica_sum) as init:
+      self.forward(batch, training=False)
+    return init.values_of(self.data_init_layers())
 
   def forward(self, batch: dict, training: bool) -> dict:
     """Encoder then decoder with teacher forcing (targets given)."""

@@ -109,6 +109,30 @@ class TrainStep:
     if is_chief and "larc_summaries" in self.summary_names and self.larc_params is None:
       log("warning: summaries has 'larc_summaries' but larc_params is not set: nothing to write")
 
+  def initialize_from_data(self, batches: Any) -> int:
+    """Data-dependent initialization of a fresh run (:mod:`open_seq2seq.parts.data_init`).
+
+    Runs the model's initialization pass on ``batches`` (this process's per-replica first
+    batch, as the backend distributes it), the layers' moments summed over every replica
+    of every process, and assigns the values — the same on every replica. Returns the
+    number of layers initialized (0: the model has none, and nothing ran).
+    """
+    layers = self.model.data_init_layers()
+    if not layers:
+      return 0
+    backend, model = self.backend, self.model
+
+    @tf.function
+    def initial_values(per_replica):
+      return backend.run(lambda batch: model.data_init_values(batch, backend.replica_sum),
+                         (per_replica,))
+
+    values = initial_values(batches)
+    variables = [v for layer in layers for v in layer.data_init_variables()]
+    for variable, value in zip(variables, values):
+      variable.assign(backend.local_results(value)[0])
+    return len(layers)
+
   def _select_trainable(self, is_chief: bool) -> list:
     variables = self.model.trainable_variables
     regex = self.params["freeze_variables_regex"]

@@ -91,13 +91,20 @@ class Trainer:
     """Loads model weights only (eval/infer): optimizer state is not needed there."""
     self.evaluator.restore(path)
 
-  def _restore_or_initialise(self, continue_learning: bool, benchmark: bool) -> None:
+  def _restore_or_initialise(self, continue_learning: bool, benchmark: bool,
+                             first_batches) -> None:
+    """Resumes from the latest checkpoint; or, on a fresh run, initializes from data (the
+    layers that ask for it, on the first batch) and then loads ``load_model``'s weights."""
     store = self.store
     if continue_learning and store.manager.latest_checkpoint:
       store.restore_latest()
       if self.is_chief:
         log(f"Restored {store.manager.latest_checkpoint} at step {self.global_step}")
-    elif self.params["load_model"] and not benchmark:
+      return
+    initialized = self.step.initialize_from_data(first_batches)
+    if initialized and self.is_chief:
+      log(f"Data-dependent initialization of {initialized} layers on the first batch")
+    if self.params["load_model"] and not benchmark:
       loaded, skipped = load_pretrained(store.checkpoint, self.params["load_model"])
       if self.is_chief:
         log(f"load_model: initialised {len(loaded)} variables from {self.params['load_model']}, "
@@ -160,10 +167,11 @@ class Trainer:
     """Input iterator, variables, checkpoint store and restore; returns a local batch."""
     distribute = self.backend.distribute_dataset
     self._data_iterator = iter(distribute(train_layer.shard_dataset))
-    first = self.backend.local_results(next(iter(distribute(train_layer.shard_dataset))))[0]
+    first_batches = next(iter(distribute(train_layer.shard_dataset)))
+    first = self.backend.local_results(first_batches)[0]
     self.build(first)
     self.make_store(with_data=self.backend.supports_iterator_checkpoint)
-    self._restore_or_initialise(continue_learning, benchmark)
+    self._restore_or_initialise(continue_learning, benchmark, first_batches)
     return first
 
   def _samples_fn(self, batch: dict):

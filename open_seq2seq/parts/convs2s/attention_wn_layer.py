@@ -26,16 +26,16 @@ class AttentionLayerNormalized(keras.layers.Layer):
     in_dim: channels of the conv output (and of this layer's output).
     embed_size: target embedding width (= key and value width).
     scaling_factor: scale of the two residual sums.
-    normalization_type, init_var: of the two linear projections.
+    normalization_type, init_var, data_init_scale: of the two linear projections.
   """
 
   def __init__(self, in_dim: int, embed_size: int, scaling_factor: float = math.sqrt(0.5),
                normalization_type: str | None = "weight_norm", init_var: float | None = None,
-               **kwargs):
+               data_init_scale: float | None = None, **kwargs):
     super().__init__(**kwargs)
     self.in_dim, self.embed_size, self.scaling_factor = in_dim, embed_size, scaling_factor
     common = dict(normalization_type=normalization_type, init_var=init_var,
-                  dtype=self.dtype_policy)
+                  data_init_scale=data_init_scale, dtype=self.dtype_policy)
     self.tgt_embed_proj = FeedForwardNetworkNormalized(
         in_dim, embed_size, name="att_linear_mapping_tgt_embed", **common)
     self.out_proj = FeedForwardNetworkNormalized(

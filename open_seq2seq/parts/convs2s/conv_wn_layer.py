@@ -44,7 +44,8 @@ class Conv1DNetworkNormalized(NormalizedLayer):
     causal: pad ``kernel_width - 1`` zeros on the left only, so position t sees inputs
       t - kernel_width + 1 .. t (decoder); else "SAME" padding (encoder).
     activation: applied after the normalization; None for none.
-    normalization_type, init_var: see :class:`~.ffn_wn_layer.FeedForwardNetworkNormalized`.
+    normalization_type, init_var, data_init_scale: see
+      :class:`~.ffn_wn_layer.FeedForwardNetworkNormalized`.
   """
 
   def __init__(self, in_dim: int, out_dim: int, kernel_width: int, keep_prob: float = 1.0,

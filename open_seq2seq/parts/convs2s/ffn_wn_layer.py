@@ -3,8 +3,11 @@ OpenSeq2Seq's ``normalization_type`` values, and the base class the conv layer s
 
 Weight normalization: the kernel is ``w = g * v / ||v||`` with one norm per output channel
 (over every other axis). As in OpenSeq2Seq, ``v`` is drawn from a normal distribution and ``g``
-starts at the norm of that draw (so ``w == v`` at the start); there is no data-dependent
-initialization.
+starts at the norm of that draw (so ``w == v`` at the start). With ``data_init`` the layer
+also takes part in a data-dependent initialization pass (:mod:`open_seq2seq.parts.data_init`):
+``g`` and ``b`` are then set from the first training batch so that each output channel of
+``x . w + b`` has zero mean and standard deviation ``data_init_scale`` over the real positions
+(Salimans & Kingma 2016, section 2.2).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import math
 import keras
 import tensorflow as tf
 
+from open_seq2seq.parts import data_init as data_init_pass
 from open_seq2seq.parts.transformer.normalization import make_norm
 
 
@@ -29,14 +33,21 @@ class NormalizedLayer(keras.layers.Layer):
     out_channels: channels the kernel produces (what the norm or bias applies to).
     normalization_type: "weight_norm", "batch_norm", "layer_norm" or None.
     init_std: standard deviation of the kernel's normal initialization.
+    data_init_scale: the standard deviation each output channel starts at when the layer
+      takes part in data-dependent initialization passes (weight norm only); None: it
+      does not.
   """
 
   def __init__(self, out_channels: int, normalization_type: str | None = "weight_norm",
-               init_std: float = 0.1, **kwargs):
+               init_std: float = 0.1, data_init_scale: float | None = None, **kwargs):
     super().__init__(**kwargs)
     self.out_channels = out_channels
     self.normalization_type = normalization_type
     self.init_std = init_std
+    if data_init_scale is not None and normalization_type != "weight_norm":
+      raise ValueError(f"data-dependent initialization needs normalization_type "
+                       f"'weight_norm', not {normalization_type!r}")
+    self.data_init_scale = data_init_scale
     self.norm = None
     if normalization_type == "batch_norm":
       # OpenSeq2Seq's momentum 0.95 and epsilon 1e-4 are the batch_norm defaults there.
@@ -72,13 +83,33 @@ class NormalizedLayer(keras.layers.Layer):
       self.norm.build((None, shape[-1]))
 
   @property
+  def data_init(self) -> bool:
+    """Whether this layer takes part in data-dependent initialization passes."""
+    return self.data_init_scale is not None
+
+  def data_init_variables(self) -> list:
+    """The variables a data-dependent initialization sets: ``[g, b]``."""
+    return [self.g, self.b]
+
+  def _init_pass(self) -> data_init_pass.InitPass | None:
+    return data_init_pass.active() if self.data_init else None
+
+  @property
   def kernel(self) -> tf.Tensor:
-    """The effective kernel, float32: ``g * v / ||v||`` under weight norm, else ``W``."""
+    """The effective kernel, float32: ``g * v / ||v||`` under weight norm, else ``W``.
+
+    In an initialization pass, ``g`` is 1 until this layer has recorded its new value (so
+    the first call measures the statistics of ``x . v / ||v||``), then the recorded one."""
     v = tf.convert_to_tensor(self.v)
     if self.g is None:
       return v
+    g = tf.convert_to_tensor(self.g)
+    init = self._init_pass()
+    if init is not None:
+      recorded = init.recorded(self)
+      g = recorded[0] if recorded is not None else tf.ones_like(g)
     axes = list(range(v.shape.rank - 1))
-    return v * (self.g * tf.math.rsqrt(tf.reduce_sum(tf.square(v), axis=axes)))
+    return v * (g * tf.math.rsqrt(tf.reduce_sum(tf.square(v), axis=axes)))
 
   def compute_kernel(self) -> tf.Tensor:
     """The effective kernel in the compute dtype."""
@@ -89,8 +120,18 @@ class NormalizedLayer(keras.layers.Layer):
     """Bias or normalization of the kernel's output ``y`` [..., out_channels].
 
     ``padding_mask`` (bool, ``y``'s shape without channels, True at real positions) keeps
-    padding out of batch norm's training statistics.
+    padding out of batch norm's training statistics (and out of a data-dependent
+    initialization's).
     """
+    init = self._init_pass()
+    if init is not None:
+      recorded = init.recorded(self)
+      if recorded is None:  # y was computed with unit gain: measure it, set g and b
+        mean, variance = init.moments(y, padding_mask)
+        recorded = data_init_pass.gain_and_bias(mean, variance, self.data_init_scale)
+        init.record(self, recorded)
+        return y * tf.cast(recorded[0], y.dtype) + tf.cast(recorded[1], y.dtype)
+      return y + tf.cast(recorded[1], y.dtype)
     if self.b is not None:
       return y + tf.cast(self.b, y.dtype)
     return self.norm(y, padding_mask=padding_mask, training=training)
@@ -103,7 +144,7 @@ class FeedForwardNetworkNormalized(NormalizedLayer):
     in_dim, out_dim: input and output channels.
     keep_prob: keep probability of the dropout applied before this layer (it sets the
       initialization scale ``sqrt(keep_prob / in_dim)``; no dropout happens here).
-    normalization_type: see :class:`NormalizedLayer`.
+    normalization_type, data_init_scale: see :class:`NormalizedLayer`.
     init_var: standard deviation of the initialization, overriding the scale above.
   """
 

@@ -14,6 +14,7 @@ from typing import Any
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.parts.convs2s.embedding_layer import EMBEDDING_STD
 from open_seq2seq.utils.params import Param, callable_or_class
 
 
@@ -54,6 +55,7 @@ def conv_layers_spec(value: Any) -> bool:
 conv_layers_spec.type_name = "non-empty list of (channels, kernel_width) pairs of positive ints"
 
 NORMALIZATION_TYPES = ("weight_norm", "batch_norm", "layer_norm", None)
+WEIGHT_NORM_INITS = ("norm", "data")
 
 #: Keys the ConvS2S encoder and decoder share (OpenSeq2Seq's names and defaults).
 SHARED_PARAMS = {
@@ -84,6 +86,16 @@ SHARED_PARAMS = {
     "init_var": Param((float, None), None, "Standard deviation of every conv/linear weight's "
                       "normal initialization (None: OpenSeq2Seq's sqrt(keep_prob / fan-in), "
                       "times 4 inside the root for convs)."),
+    "weight_norm_init": Param(
+        str, "norm", "How weight norm's g and b start: 'norm' (OpenSeq2Seq: g = ||v||, b = 0) "
+        "or 'data' (Salimans & Kingma: set on a fresh run's first training batch so each "
+        "channel's pre-activation has mean 0 and standard deviation weight_norm_init_scale "
+        "over the real positions of the global batch; a resumed run keeps its checkpoint's).",
+        choices=WEIGHT_NORM_INITS),
+    "weight_norm_init_scale": Param(
+        float, EMBEDDING_STD, "Standard deviation of every channel after weight_norm_init "
+        "'data': the embeddings' 0.1 keeps the residual sums and the unscaled attention dot "
+        "products at the scale OpenSeq2Seq's initialization gives them."),
 }
 
 
@@ -112,7 +124,21 @@ def conv_layers(params: dict, where: str, count_key: str) -> list[tuple[int, int
                       f"got {params['max_input_length']}")
   if params["init_var"] is not None and params["init_var"] <= 0:
     raise ConfigError(f"{where}/init_var: must be positive, got {params['init_var']}")
+  if params["weight_norm_init_scale"] <= 0:
+    raise ConfigError(f"{where}/weight_norm_init_scale: must be positive, "
+                      f"got {params['weight_norm_init_scale']}")
+  if params["weight_norm_init"] == "data" and params["normalization_type"] != "weight_norm":
+    raise ConfigError(f"{where}/weight_norm_init: 'data' initializes weight norm's g and b, "
+                      f"but normalization_type is {params['normalization_type']!r}; set "
+                      f"normalization_type='weight_norm' or weight_norm_init='norm'")
   return layers
+
+
+def normalized_layer_kwargs(params: dict, dtype: Any) -> dict[str, Any]:
+  """Keyword arguments of every normalized (conv, linear, attention) layer of a stack."""
+  data = params["weight_norm_init"] == "data"
+  return dict(normalization_type=params["normalization_type"], init_var=params["init_var"],
+              data_init_scale=params["weight_norm_init_scale"] if data else None, dtype=dtype)
 
 
 def residual_scale(x: tf.Tensor, factor: float) -> tf.Tensor:
@@ -121,4 +147,5 @@ def residual_scale(x: tf.Tensor, factor: float) -> tf.Tensor:
 
 
 __all__ = ["gated_linear_units", "is_glu", "conv_layers_spec", "conv_layers",
-           "SHARED_PARAMS", "NORMALIZATION_TYPES", "residual_scale"]
+           "normalized_layer_kwargs", "SHARED_PARAMS", "NORMALIZATION_TYPES",
+           "WEIGHT_NORM_INITS", "residual_scale"]
