@@ -254,6 +254,11 @@ def resolve_config(base_model: type, config: Mapping, mode: str) -> dict:
   return params
 
 
+#: Keys that make something happen every N steps (None: never).
+PERIOD_KEYS = ("save_summaries_steps", "print_loss_steps", "print_samples_steps",
+               "save_checkpoint_steps", "eval_steps")
+
+
 def _check_consistency(params: Mapping, mode: str) -> None:
   if params["max_steps"] is not None and params["num_epochs"] is not None:
     raise ConfigError("max_steps and num_epochs: give one of them, not both")
@@ -262,9 +267,13 @@ def _check_consistency(params: Mapping, mode: str) -> None:
       raise ConfigError("max_steps: training needs max_steps or num_epochs in the config")
     if params["loss"] is None:
       raise ConfigError("loss: training needs a loss class in the config")
-  for key in ("batch_size_per_gpu", "iter_size", "num_gpus", "num_checkpoints"):
+  for key in ("batch_size_per_gpu", "eval_batch_size_per_gpu", "iter_size", "num_gpus",
+              "num_checkpoints", "max_steps", "num_epochs", *PERIOD_KEYS):
     if params[key] is not None and params[key] < 1:
-      raise ConfigError(f"{key}: must be at least 1, got {params[key]}")
+      hint = " (None turns it off)" if key in PERIOD_KEYS else ""
+      raise ConfigError(f"{key}: must be at least 1{hint}, got {params[key]}")
+  if params["bench_start"] < 0:
+    raise ConfigError(f"bench_start: must be at least 0, got {params['bench_start']}")
 
 
 def load_config(path: str, mode: str, overrides: list[str] | None = None,

@@ -113,6 +113,32 @@ def test_training_needs_steps_or_epochs():
     cfg.resolve_config(Model, dict(BASE, num_epochs=2), "train")
 
 
+@pytest.mark.parametrize("key,value,message", [
+    ("max_steps", 0, "max_steps: must be at least 1, got 0"),
+    ("max_steps", -5, "max_steps: must be at least 1, got -5"),
+    ("num_epochs", -1, "num_epochs: must be at least 1, got -1"),
+    ("save_checkpoint_steps", 0, r"save_checkpoint_steps: must be at least 1 \(None turns"),
+    ("eval_steps", -10, "eval_steps: must be at least 1"),
+    ("print_loss_steps", 0, "print_loss_steps: must be at least 1"),
+    ("print_samples_steps", 0, "print_samples_steps: must be at least 1"),
+    ("save_summaries_steps", 0, "save_summaries_steps: must be at least 1"),
+    ("eval_batch_size_per_gpu", 0, "eval_batch_size_per_gpu: must be at least 1"),
+    ("bench_start", -1, "bench_start: must be at least 0"),
+])
+def test_counts_and_periods_out_of_range_are_rejected(key, value, message):
+  bad = dict(BASE, **{key: value})
+  if key == "num_epochs":
+    del bad["max_steps"]
+  for mode in ("train", "eval"):  # a range error is one whatever the mode
+    with pytest.raises(ConfigError, match=message):
+      cfg.resolve_config(Model, bad, mode)
+
+
+def test_periods_may_be_none():
+  periods = {key: None for key in cfg.PERIOD_KEYS}
+  assert cfg.resolve_config(Model, dict(BASE, **periods), "train")["eval_steps"] is None
+
+
 def _write_config(tmp_path, body):
   path = tmp_path / "config.py"
   path.write_text(textwrap.dedent(body))
