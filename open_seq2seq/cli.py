@@ -172,6 +172,9 @@ def _run_trained(args: argparse.Namespace, base_model: type, config: dict, backe
   from open_seq2seq.utils import precision
   if args.mode == "infer":
     _check_output_path(args.infer_output_file)
+    if backend.is_chief and os.path.exists(args.infer_output_file):
+      reporting.log(f"notice: --infer_output_file {args.infer_output_file} exists: inference "
+                    f"overwrites it")
   if args.no_dir_check and backend.is_chief:
     reporting.log(f"notice: --no_dir_check has no effect with --mode={args.mode}: it needs "
                   f"the checkpoint in {config['logdir']}")

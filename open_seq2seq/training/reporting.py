@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from open_seq2seq.outputs import AudioSample, ImageSample, SampleSummary, TextSample
+from open_seq2seq.utils.io import atomic_write_text
 
 
 def log(message: str, stream: TextIO | None = None) -> None:
@@ -65,6 +66,14 @@ class ProgressBar:
     sys.stderr.flush()
 
 
+def _record_step(line: str) -> float:
+  """The step of one ``metrics.jsonl`` line; infinity for a line a kill cut short."""
+  try:
+    return json.loads(line)["step"]
+  except (ValueError, KeyError, TypeError):
+    return float("inf")
+
+
 class Summaries:
   """TensorBoard scalars (with a JSONL copy), histograms and samples, written by the chief."""
 
@@ -89,6 +98,18 @@ class Summaries:
     record = {"step": step, **{prefix + k: float(v) for k, v in values.items()}}
     with open(self._jsonl, "a", encoding="utf-8") as f:
       f.write(json.dumps(record) + "\n")
+
+  def forget_after(self, step: int) -> None:
+    """Drops the ``metrics.jsonl`` records of steps after ``step`` (a run resumed from an
+    older checkpoint logs those steps again; TensorBoard itself keeps the newest event of a
+    step)."""
+    if self._jsonl is None or not os.path.exists(self._jsonl):
+      return
+    with open(self._jsonl, encoding="utf-8") as f:
+      lines = f.readlines()
+    kept = [line for line in lines if _record_step(line) <= step]
+    if len(kept) != len(lines):
+      atomic_write_text(self._jsonl, "".join(kept))
 
   def histograms(self, step: int, values: dict[str, Any], prefix: str = "") -> None:
     """TensorBoard histograms of tensors or arrays (``gradients/<path>`` ...)."""

@@ -101,6 +101,8 @@ class Trainer:
       if self.is_chief:
         log(f"Restored {store.manager.latest_checkpoint} at step {self.global_step}")
       return
+    if continue_learning and self.is_chief:
+      log(f"--continue_learning: no checkpoint in {self.logdir}: training from scratch")
     initialized = self.step.initialize_from_data(first_batches)
     if initialized and self.is_chief:
       log(f"Data-dependent initialization of {initialized} layers on the first batch")
@@ -141,6 +143,9 @@ class Trainer:
     first = self._start(train_layer, continue_learning, bool(benchmark_steps))
     summaries = summaries if summaries is not None else reporting.Summaries(
         self.logdir if self.is_chief else None)
+    if continue_learning:
+      # Steps logged after the checkpoint we resume from are trained (and logged) again.
+      summaries.forget_after(self.global_step)
     stats = StepStats(train_layer.throughput_unit, train_layer.unit_scale)
     reporter = Reporter(self.params, summaries, stats, self.is_chief, steps_per_epoch,
                         has_loss_scale=self.loss_scaler is not None)

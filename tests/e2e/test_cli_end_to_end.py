@@ -1,8 +1,10 @@
 """End-to-end CLI runs on tiny generated data: train -> resume -> eval -> infer, and the
 errors a user can cause (each one line, non-zero exit, nothing overwritten)."""
 
+import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -57,21 +59,36 @@ def test_train_eval_writes_run_and_logs(trained):
   assert os.path.isfile(os.path.join(logdir, "best_models", "best.json"))
 
 
+def _logged_steps(logdir):
+  with open(os.path.join(logdir, "metrics.jsonl"), encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+  return [r["step"] for r in records if "train/loss" in r]
+
+
 def test_resume_eval_infer(trained, data_dir, tmp_path):
   logdir, _ = trained
+  # As if the first run had logged step 23 and then been killed before its next checkpoint:
+  # the resumed run trains and logs steps 21.. again, and the log must not hold both.
+  with open(os.path.join(logdir, "metrics.jsonl"), "a", encoding="utf-8") as f:
+    f.write(json.dumps({"step": 23, "train/loss": 99.0}) + "\n" + '{"step": 24, "lo')
   resumed = toy.run_cli(base_args(data_dir, logdir) + ["--max_steps=25", "--continue_learning"])
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "at step 20" in resumed.stdout
   assert tf.train.latest_checkpoint(logdir).endswith("ckpt-25")
+  assert _logged_steps(logdir) == [5, 10, 15, 20, 25]
 
   evaluated = toy.run_cli(base_args(data_dir, logdir, "eval", "dev"))
   assert evaluated.returncode == 0, evaluated.stderr[-3000:]
   assert "eval at step 25" in evaluated.stdout and "BLEU" in evaluated.stdout
 
   out = tmp_path / "pred.txt"
+  out.write_text("an older output\n")
+  os.chmod(out, 0o640)
   inferred = toy.run_cli(base_args(data_dir, logdir, "infer", "test") +
                          [f"--infer_output_file={out}"])
   assert inferred.returncode == 0, inferred.stderr[-3000:]
+  assert f"--infer_output_file {out} exists: inference overwrites it" in inferred.stdout
+  assert stat.S_IMODE(os.stat(out).st_mode) == 0o640  # its mode, not a temporary's 0600
   predictions = out.read_text().splitlines()
   sources = open(os.path.join(data_dir, "test", "source.txt")).read().splitlines()
   assert len(predictions) == len(sources)
@@ -103,10 +120,14 @@ def test_logdir_conflict_refuses_and_overwrites_nothing(trained, data_dir):
 
 def test_load_model_reports_loaded_and_skipped(trained, data_dir, tmp_path):
   logdir, _ = trained
+  # --continue_learning on a logdir without a checkpoint starts afresh, and says so.
   result = toy.run_cli(base_args(data_dir, str(tmp_path / "new")) + [
-      "--max_steps=1", f"--load_model={logdir}", "--decoder_params/filter_size=48"])
+      "--max_steps=1", f"--load_model={logdir}", "--decoder_params/filter_size=48",
+      "--continue_learning"])
   assert result.returncode == 0, result.stderr[-3000:]
-  line = next(l for l in result.stdout.splitlines() if "load_model" in l)
+  assert "--continue_learning: no checkpoint in" in result.stdout
+  assert "training from scratch" in result.stdout
+  line = next(l for l in result.stdout.splitlines() if "load_model: initialised" in l)
   loaded = int(line.split("initialised ")[1].split()[0])
   skipped = int(line.split("skipped ")[1].split(":")[0])
   assert loaded > 0 and skipped > 0  # the decoder's FFN kernels changed shape
