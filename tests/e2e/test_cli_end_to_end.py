@@ -97,7 +97,10 @@ def test_resume_eval_infer(trained, data_dir, tmp_path):
 
 def test_interactive_infer_reads_stdin(trained, data_dir):
   logdir, _ = trained
-  args = base_args(data_dir, logdir, "interactive_infer", "test")
+  # It reads what is typed, so the config's data files need not exist.
+  args = base_args(data_dir, logdir, "interactive_infer", "test") + [
+      "--data_layer_params/source_file=/nonexistent/source.txt",
+      "--data_layer_params/target_file=/nonexistent/target.txt"]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=toy.ROOT)
   proc = subprocess.run([sys.executable, os.path.join(toy.ROOT, "run.py"), *args],
                         input="1 2 3 4 5\n\n6 7 8\n", capture_output=True, text=True,

@@ -438,11 +438,15 @@ def test_count_units_counts_real_tokens(corpus):
   assert int(dl.count_units(batch)) == int(tf.math.count_nonzero(batch["source_tensors"][0]))
 
 
-def test_interactive_infer_reads_like_infer(corpus):
-  config = {k: v for k, v in corpus.items() if k not in ("lines", "tmp", "target_file")}
+def test_interactive_infer_reads_what_the_user_types_and_no_file(corpus):
+  config = {k: v for k, v in corpus.items() if k not in ("lines", "tmp")}
+  config.update(source_file="/nonexistent/source.txt", target_file="/nonexistent/target.txt")
   given = dict(config)
   dl = ParallelTextDataLayer(config, mode="interactive_infer", batch_size=4, random_seed=1)
-  assert dl.get_size_in_samples() == 12 and config == given
-  assert "target_tensors" not in next(iter(dl.build_dataset()))
+  assert config == given
+  batch = next(iter(dl.dataset_from_inputs(["a b"])))
+  assert "target_tensors" not in batch
   assert rows(dl.dataset_from_inputs(["a b"])) == {0: [4, 5, EOS]}
+  with pytest.raises(ConfigError, match="interactive_infer translates what the user types"):
+    dl.build_dataset()
   assert set(dl.params) <= set(ParallelTextDataLayer.declared_params())

@@ -188,7 +188,9 @@ class ParallelTextDataLayer(DataLayer):
     self.tgt_seq2idx = self._load_vocab("tgt", self._tgt_spm)
     self.src_idx2seq = invert_vocab(self.src_seq2idx)
     self.tgt_idx2seq = invert_vocab(self.tgt_seq2idx)
-    self._read_corpus()
+    self._target_lines = None
+    if self.mode != "interactive_infer":  # what the user types is its only input
+      self._read_corpus()
 
   # ----------------------------------------------------------------- reading
   def _load_sentencepiece(self, side: str) -> SentencePieceVocab | None:
@@ -325,7 +327,13 @@ class ParallelTextDataLayer(DataLayer):
 
   # ----------------------------------------------------------------- datasets
   def get_size_in_samples(self) -> int:
+    self._check_corpus()
     return int(self._kept.sum())
+
+  def _check_corpus(self) -> None:
+    if self.mode == "interactive_infer":
+      raise ConfigError("interactive_infer translates what the user types: its data layer "
+                        "reads no source_file (use dataset_from_inputs)")
 
   def reference_text(self, example_id: int) -> str | None:
     """Raw target line ``example_id`` (eval, and infer with a target_file): BLEU's reference."""
@@ -355,6 +363,7 @@ class ParallelTextDataLayer(DataLayer):
                                pad_multiple, batch_multiple=pad_multiple)
 
   def build_dataset(self) -> tf.data.Dataset:
+    self._check_corpus()
     p = self.params
     dataset = self._examples(self._source, self._target)
     common = dict(num_shards=self.num_workers, shard_index=self.worker_id,
