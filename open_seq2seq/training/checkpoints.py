@@ -14,12 +14,13 @@ that would be picked up on resume.
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any, Iterable
 
 import tensorflow as tf
 
-from open_seq2seq.errors import CheckpointError
+from open_seq2seq.errors import CheckpointError, DivergenceError
 from open_seq2seq.utils import keras_compat
 from open_seq2seq.utils.io import atomic_write_text
 
@@ -139,6 +140,13 @@ def named_variables(layers: dict[str, Any]) -> dict[str, Any]:
   return named
 
 
+def non_finite(variables: dict[str, Any]) -> list[str]:
+  """Names of the floating-point variables of ``variables`` (name -> variable) holding a
+  NaN or an infinity."""
+  return [name for name, v in variables.items()
+          if tf.as_dtype(v.dtype).is_floating and not bool(tf.reduce_all(tf.math.is_finite(v)))]
+
+
 def model_checkpoint_object(layers: dict[str, Any]) -> Any:
   """A trackable holding every model variable by its stable name (see named_variables)."""
   module = tf.Module()
@@ -167,12 +175,16 @@ class CheckpointStore:
     objects: trackables to save, e.g. ``{"model": ..., "optimizer": ..., "scaler": ...}``.
     max_to_keep: number of latest checkpoints kept.
     write: False on non-chief workers: they restore but never write.
+    guarded: variables (by name) that must be finite for a save to happen: a save with a
+      NaN or infinity among them raises :class:`DivergenceError` instead (on every worker,
+      so none waits for the others), and the newest checkpoint stays the last good one.
   """
 
   def __init__(self, logdir: str, objects: dict[str, Any], max_to_keep: int = 5,
-               write: bool = True):
+               write: bool = True, guarded: dict[str, Any] | None = None):
     self.logdir = logdir
     self.write = write
+    self.guarded = guarded or {}
     self.checkpoint = tf.train.Checkpoint(**objects)
     self.manager = tf.train.CheckpointManager(self.checkpoint, logdir, max_to_keep=max_to_keep,
                                               checkpoint_name="ckpt")
@@ -180,11 +192,21 @@ class CheckpointStore:
                                             max_to_keep=1, checkpoint_name="ckpt")
 
   def save(self, step: int) -> str | None:
+    self._check_finite(step)
     if not self.write:
       return None
     if self.manager.latest_checkpoint and self.manager.latest_checkpoint.endswith(f"-{step}"):
       return self.manager.latest_checkpoint  # already saved at this step
     return self.manager.save(checkpoint_number=step)
+
+  def _check_finite(self, step: int) -> None:
+    bad = non_finite(self.guarded)
+    if bad:
+      raise DivergenceError(
+          f"step {step}: {len(bad)} weight variable(s) are not finite ({', '.join(bad[:3])}):"
+          f" not saved, the newest checkpoint is still "
+          f"{self.manager.latest_checkpoint or 'none'}; lower the learning rate or clip "
+          f"gradients (max_grad_norm)")
 
   def restore(self, path: str, expect_partial: bool = False) -> None:
     restore_across_dtypes(self.checkpoint, path, expect_partial=expect_partial)
@@ -205,7 +227,11 @@ class CheckpointStore:
 
   def maybe_save_best(self, metric: str, value: float, higher_is_better: bool,
                       step: int) -> bool:
-    """Saves a copy as the best checkpoint if ``value`` beats the best so far."""
+    """Saves a copy as the best checkpoint if ``value`` beats the best so far (a NaN or
+    infinite value never does)."""
+    if not math.isfinite(value):
+      return False
+    self._check_finite(step)
     best = self.best_info()
     if best is not None and best.get("metric") == metric:
       better = value > best["value"] if higher_is_better else value < best["value"]

@@ -14,10 +14,12 @@ from typing import Any
 import tensorflow as tf
 
 from open_seq2seq.distributed.backend import Backend
+from open_seq2seq.errors import CheckpointError
 from open_seq2seq.models.model import Model
 from open_seq2seq.outputs import InferenceOutput
 from open_seq2seq.training import reporting
-from open_seq2seq.training.checkpoints import CheckpointStore, restore_model_weights
+from open_seq2seq.training.checkpoints import (CheckpointStore, named_variables, non_finite,
+                                               restore_model_weights)
 from open_seq2seq.training.reporting import format_number, log
 
 
@@ -81,6 +83,12 @@ class Evaluator:
   def restore(self, path: str) -> None:
     """Loads the model weights of checkpoint ``path`` (no optimizer state)."""
     self.restored_step, cast = restore_model_weights(self.model, path)
+    bad = non_finite(named_variables(self.model.named_layers))
+    if bad:
+      raise CheckpointError(
+          f"{path} holds non-finite weights ({', '.join(bad[:3])}): the run had diverged "
+          f"when it was saved; use an earlier checkpoint of it or retrain with a lower "
+          f"learning rate")
     if self.is_chief:
       log(f"Restored weights from {path}" +
           (f" (cast {len(cast)} variables to this run's dtype)" if cast else ""))

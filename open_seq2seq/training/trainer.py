@@ -18,7 +18,7 @@ from open_seq2seq.errors import DivergenceError
 from open_seq2seq.models.model import Model
 from open_seq2seq.training import reporting
 from open_seq2seq.training.checkpoints import (CheckpointStore, load_pretrained,
-                                               model_checkpoint_object)
+                                               model_checkpoint_object, named_variables)
 from open_seq2seq.training.evaluator import Evaluator, to_numpy
 from open_seq2seq.training.reporting import Reporter, StepStats, every, log
 from open_seq2seq.training.train_step import TrainStep
@@ -26,6 +26,9 @@ from open_seq2seq.training.train_step import TrainStep
 #: Training stops when this many steps in a row have non-finite gradients: loss scaling
 #: recovers from overflows in a few steps (2^14 -> 1 takes 14 halvings), not in 100.
 MAX_CONSECUTIVE_SKIPS = 100
+#: A loss this many times the run's first one gets a warning (once): still finite, but
+#: probably diverging.
+LOSS_EXPLOSION = 100.0
 
 
 class Trainer:
@@ -83,7 +86,8 @@ class Trainer:
     if with_data and self._data_iterator is not None:
       objects["data"] = self._data_iterator
     self.store = CheckpointStore(self.logdir, objects, max_to_keep=self.params["num_checkpoints"],
-                                 write=self.is_chief)
+                                 write=self.is_chief,
+                                 guarded=named_variables(self.model.named_layers))
     self.evaluator.store = self.store
     return self.store
 
@@ -196,6 +200,7 @@ class Trainer:
     step = self.global_step
     last: dict[str, float] = {}
     consecutive_skips = 0
+    first_loss: float | None = None
     while step < max_steps:
       start = time.time()
       outputs = train_step(self._data_iterator)
@@ -213,6 +218,14 @@ class Trainer:
                               f"diverged; lower the learning rate or clip gradients "
                               f"(max_grad_norm)")
       last = {k: float(v) for k, v in values.items()}
+      if first_loss is None:
+        first_loss = last["loss"]
+      elif first_loss > 0 and last["loss"] > LOSS_EXPLOSION * first_loss:
+        if self.is_chief:
+          log(f"warning: step {step}: loss {last['loss']:.4g} is over {LOSS_EXPLOSION:g}x this "
+              f"run's first ({first_loss:.4g}): training is probably diverging; lower the "
+              f"learning rate or clip gradients (max_grad_norm)")
+        first_loss = math.inf  # warn once
       reporter.step(step, values, samples, extras)
       if not saving:
         continue

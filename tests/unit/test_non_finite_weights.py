@@ -1,0 +1,82 @@
+"""No checkpoint ever holds a NaN or an infinity: a save of non-finite weights is a
+DivergenceError (the newest checkpoint stays the last good one), eval of such a checkpoint
+is a CheckpointError, and a finite loss that explodes gets one warning line."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from open_seq2seq.distributed.backend import Backend
+from open_seq2seq.errors import CheckpointError, DivergenceError
+from open_seq2seq.training.checkpoints import (CheckpointStore, model_checkpoint_object,
+                                               named_variables)
+from open_seq2seq.training.evaluator import Evaluator
+from open_seq2seq.training.trainer import Trainer
+from tests.helpers import linear
+
+
+def _checkpoints(logdir):
+  return sorted(n for n in os.listdir(logdir) if n.endswith(".index"))
+
+
+def _built(tmp_path, **params):
+  model = linear.model(**params)
+  trainer, _ = linear.built(model, str(tmp_path))
+  trainer.make_store()
+  return model, trainer
+
+
+def test_non_finite_weights_are_never_saved(tmp_path):
+  model, trainer = _built(tmp_path)
+  trainer.store.save(1)
+  kernel = model.encoder.kernel
+  kernel.assign(tf.tensor_scatter_nd_update(kernel, [[0, 1]], [np.nan]))
+  with pytest.raises(DivergenceError, match=r"step 2: 1 weight variable\(s\) are not finite "
+                     r"\(encoder.kernel\): not saved, the newest checkpoint is still .*ckpt-1"):
+    trainer.store.save(2)
+  with pytest.raises(DivergenceError, match="not finite"):
+    trainer.store.maybe_save_best("loss", 0.5, higher_is_better=False, step=2)
+  assert _checkpoints(tmp_path) == ["ckpt-1.index"]
+  assert not os.path.exists(tmp_path / "best_models")
+
+
+def test_a_nan_metric_is_never_the_best(tmp_path):
+  _, trainer = _built(tmp_path)
+  assert not trainer.store.maybe_save_best("loss", float("nan"), False, step=1)
+  assert trainer.store.best_info() is None
+
+
+def test_an_update_that_overflows_the_weights_stops_training_unsaved(tmp_path):
+  # The first loss is finite; lr * gradient overflows float32, so the weights become inf.
+  model = linear.model(optimizer_params={"learning_rate": 3e38}, max_steps=3,
+                       save_checkpoint_steps=1)
+  trainer = Trainer(model, logdir=str(tmp_path))
+  with pytest.raises(DivergenceError, match="step 1: .* not finite .* newest checkpoint is "
+                     "still none"):
+    trainer.train(model.data_layer)
+  assert _checkpoints(tmp_path) == []
+
+
+def test_evaluating_a_non_finite_checkpoint_is_an_error(tmp_path):
+  trained = linear.model()
+  trained.create_variables(next(iter(trained.data_layer.build_dataset())))
+  trained.encoder.bias.assign([np.inf, 0.0, 0.0])
+  # written as an older version (or another tool) could have written it
+  CheckpointStore(str(tmp_path), {"model": model_checkpoint_object(trained.named_layers)}
+                  ).save(7)
+  fresh = linear.model()
+  evaluator = Evaluator(fresh, Backend())
+  with pytest.raises(CheckpointError, match=r"ckpt-7 holds non-finite weights "
+                     r"\(encoder.bias\): the run had diverged"):
+    evaluator.restore_for(fresh.data_layer, str(tmp_path / "ckpt-7"))
+  assert sorted(named_variables(fresh.named_layers)) == ["encoder.bias", "encoder.kernel"]
+
+
+def test_an_exploding_finite_loss_gets_one_warning(tmp_path, capsys):
+  model = linear.model(optimizer_params={"learning_rate": 1.5}, max_steps=6)
+  Trainer(model, logdir=str(tmp_path)).train(model.data_layer)  # losses 0.56, 7.3, 137, ...
+  warnings = [line for line in capsys.readouterr().out.splitlines() if "diverging" in line]
+  assert len(warnings) == 1 and "step 3: loss 136.8 is over 100x this run's first (0.5599)" \
+      in warnings[0], warnings
