@@ -1,7 +1,8 @@
 """Command line of ``run.py``: parse, resolve the config, and run one mode.
 
 Every user error (:class:`open_seq2seq.errors.OpenSeq2SeqError`) is printed as one line and
-exits with status 2; Ctrl-C during training saves a checkpoint and exits with status 130.
+exits with status 2. SIGINT (Ctrl-C) or SIGTERM during training saves a checkpoint (every
+worker stops after the same step) and exits with 128 + the signal's number: 130 or 143.
 """
 
 from __future__ import annotations
@@ -83,9 +84,11 @@ def main(argv: list[str] | None = None) -> int:
   except OpenSeq2SeqError as e:
     print(f"error: {e}", file=sys.stderr)
     return EXIT_USER_ERROR
-  except KeyboardInterrupt:
-    print("interrupted", file=sys.stderr)
-    return EXIT_INTERRUPTED
+  except KeyboardInterrupt as e:
+    # TrainingStopped (SIGINT or SIGTERM while signals are handled) knows its status
+    status = getattr(e, "exit_status", EXIT_INTERRUPTED)
+    print(f"stopped by {e.args[0]}" if e.args else "interrupted", file=sys.stderr)
+    return status
 
 
 def run(argv: list[str]) -> int:
@@ -115,10 +118,12 @@ def run(argv: list[str]) -> int:
     # Each worker gets its own seed (dropout, shuffling of its shard); initial weights are
     # made identical by the backend (broadcast from the chief).
     keras.utils.set_random_seed(main_cfg["random_seed"] + backend.worker_index)
+  from open_seq2seq.training.stopping import handling_signals
   try:
-    if args.mode in ("train", "train_eval"):
-      return _train(args, base_model, configs, backend)
-    return _run_trained(args, base_model, configs[args.mode], backend)
+    with handling_signals():
+      if args.mode in ("train", "train_eval"):
+        return _train(args, base_model, configs, backend)
+      return _run_trained(args, base_model, configs[args.mode], backend)
   except Exception as e:  # pylint: disable=broad-except
     error = backend.translate_error(e)  # e.g. a lost worker: one line instead of a traceback
     if error is None:

@@ -265,7 +265,8 @@ class TrainStep:
     return grads, reg
 
   def function(self) -> Callable:
-    """``iterator -> dict of step values``: one update over ``iter_size`` batches.
+    """``(iterator, stop_vote=None) -> dict of step values``: one update over ``iter_size``
+    batches; ``"stop_votes"`` is the sum of every replica's ``stop_vote`` (float32 scalar).
 
     With per-variable summaries in the config, the dict also holds ``"summaries"``: a
     :class:`~open_seq2seq.training.step_summaries.VariableSummaries` (tensors, not numbers:
@@ -281,19 +282,27 @@ class TrainStep:
     if self.params["use_xla_jit"]:
       replica_step = tf.function(self.replica_step, jit_compile=True, autograph=False)
 
+    def replica_step_voting(batches, vote):
+      return (*replica_step(batches), tf.identity(vote))
+
     @tf.function(autograph=False)
-    def train_step(iterator):
+    def train_step(iterator, stop_vote=None):
+      # stop_vote: 1.0 when this process was asked to stop (training/stopping.py); summed
+      # over every replica in the gradients' all-reduce, so all workers see the same total.
+      vote = tf.zeros([], tf.float32) if stop_vote is None else stop_vote
       batches = tuple(next(iterator) for _ in range(iter_size))
-      per_replica = self.backend.run(replica_step, args=(batches,))
-      grads, loss_sum, weight, units = self.backend.reduce_sum(per_replica)
-      return self.apply(grads, loss_sum, weight, units)
+      per_replica = self.backend.run(replica_step_voting, args=(batches, vote))
+      grads, loss_sum, weight, units, votes = self.backend.reduce_sum(per_replica)
+      values = self.apply(grads, loss_sum, weight, units)
+      values["stop_votes"] = votes
+      return values
 
     if not set(step_summaries.PER_VARIABLE) & set(self.summary_names):
       return train_step
     paths = [variable_path(v) for v in self.variables]
 
-    def train_step_with_summaries(iterator):
-      values = train_step(iterator)
+    def train_step_with_summaries(iterator, stop_vote=None):
+      values = train_step(iterator, stop_vote)
       values["summaries"] = step_summaries.VariableSummaries(
           self.summary_names, self.variables, paths, values.pop("summaries", {}))
       return values

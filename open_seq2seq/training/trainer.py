@@ -12,11 +12,12 @@ import math
 import time
 
 import numpy as np
+import tensorflow as tf
 
 from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.errors import DivergenceError
 from open_seq2seq.models.model import Model
-from open_seq2seq.training import reporting
+from open_seq2seq.training import reporting, stopping
 from open_seq2seq.training.checkpoints import (CheckpointStore, load_pretrained,
                                                model_checkpoint_object, named_variables)
 from open_seq2seq.training.evaluator import Evaluator, to_numpy
@@ -159,14 +160,15 @@ class Trainer:
           f"({steps_per_epoch} steps per epoch, {self.backend.num_replicas} replica(s), "
           f"backend {self.backend.name})")
     try:
-      last = self._loop(max_steps, reporter, self._samples_fn(first), eval_layer,
-                        saving=not benchmark_steps)
-    except KeyboardInterrupt:
+      with stopping.deferred():
+        last = self._loop(max_steps, reporter, self._samples_fn(first), eval_layer,
+                          saving=not benchmark_steps)
+    except KeyboardInterrupt as e:
       if not benchmark_steps:
         self.store.save(self.global_step)
         if self.is_chief:
-          log(f"Interrupted: saved a checkpoint at step {self.global_step}; resume with "
-              f"--continue_learning")
+          log(f"{_stopped_by(e)}: saved a checkpoint at step {self.global_step}; resume "
+              f"with --continue_learning")
       raise
     if benchmark_steps:
       return {**last, **stats.benchmark(self.params["bench_start"])}
@@ -203,7 +205,8 @@ class Trainer:
     first_loss: float | None = None
     while step < max_steps:
       start = time.time()
-      outputs = train_step(self._data_iterator)
+      outputs = train_step(self._data_iterator, tf.constant(stopping.vote()))
+      stopping.stop(float(outputs.pop("stop_votes")))  # all workers stop after this step
       extras = outputs.pop("summaries", None)  # per-variable summaries, read when due
       values = {k: v.numpy() for k, v in outputs.items()}
       step = self.global_step
@@ -266,3 +269,10 @@ class Trainer:
   def infer(self, infer_layer) -> tuple[list, dict[str, float]]:
     """The model's formatted inference outputs and metrics (see Evaluator.infer)."""
     return self.evaluator.infer(infer_layer)
+
+
+def _stopped_by(error: KeyboardInterrupt) -> str:
+  """How a stop is described: by which signal, and whether another worker received it."""
+  if isinstance(error, stopping.TrainingStopped):
+    return f"Stopped by {error.args[0]}" + (" (sent to another worker)" if error.by_peer else "")
+  return "Interrupted"

@@ -170,7 +170,9 @@ def test_missing_config_and_no_checkpoint(data_dir, tmp_path):
   assert "Traceback" not in result.stderr
 
 
-def test_ctrl_c_saves_a_checkpoint(data_dir, tmp_path):
+@pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
+                         ids=["SIGINT", "SIGTERM"])
+def test_a_signal_saves_a_checkpoint(data_dir, tmp_path, sig, status):
   logdir = str(tmp_path / "run")
   args = base_args(data_dir, logdir) + ["--max_steps=100000", "--print_loss_steps=1"]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=toy.ROOT, PYTHONUNBUFFERED="1")
@@ -184,16 +186,20 @@ def test_ctrl_c_saves_a_checkpoint(data_dir, tmp_path):
       for line in proc.stdout:
         if "| loss" in line and "step      3" in line or time.time() > deadline:
           break
-      proc.send_signal(signal.SIGINT)
-      proc.communicate(timeout=120)
+      proc.send_signal(sig)
+      out, _ = proc.communicate(timeout=120)
     finally:
       if proc.poll() is None:
         proc.kill()
   err = err_path.read_text(encoding="utf-8")
-  assert proc.returncode == 130, err[-2000:]
+  assert proc.returncode == status, err[-2000:]
   assert "Traceback" not in err
+  assert err.strip().splitlines()[-1] == f"stopped by {sig.name}", err[-2000:]
   checkpoint = tf.train.latest_checkpoint(logdir)
   assert checkpoint is not None and int(checkpoint.rsplit("-", 1)[1]) >= 3
+  step = int(checkpoint.rsplit("-", 1)[1])
+  assert f"Stopped by {sig.name}: saved a checkpoint at step {step}; resume with " \
+         "--continue_learning" in out
 
 
 def test_resume_equals_uninterrupted(data_dir, tmp_path):

@@ -207,6 +207,68 @@ def test_dead_horovod_rank_stops_the_mpi_job(setup, tmp_path):
   assert waited < 120
 
 
+def _check_stopped_by_peer(chief_out, logdir):
+  """The chief, not signalled itself, stopped with its peer after one same step and saved."""
+  line = next((l for l in chief_out.splitlines() if "Stopped by SIGTERM" in l), None)
+  assert line and "(sent to another worker): saved a checkpoint at step" in line, \
+      chief_out[-3000:]
+  step = int(line.split("at step ")[1].split(";")[0])
+  assert h.tf.train.latest_checkpoint(logdir).endswith(f"ckpt-{step}")
+  assert step >= 20
+
+
+def test_sigterm_to_one_worker_stops_both_after_the_same_step_with_a_checkpoint(setup,
+                                                                                tmp_path):
+  _, config = setup
+  logdir = str(tmp_path / "run")
+  args = _args(config, logdir, "train", "--max_steps=1000000", "--save_checkpoint_steps=20",
+               "--print_loss_steps=100", "--batch_size_per_gpu=8")
+  port = launch.free_base_port(2)
+  chief, worker = _start_rank(0, port, args), _start_rank(1, port, args)
+  try:
+    h.wait_for(lambda: os.path.exists(os.path.join(logdir, "ckpt-20.index")) or
+               chief.poll() is not None, 240, "the first checkpoint")
+    assert chief.poll() is None, chief.communicate()[1][-3000:]
+    worker.send_signal(signal.SIGTERM)
+    chief_out, chief_err = chief.communicate(timeout=120)
+    _, worker_err = worker.communicate(timeout=120)
+  finally:
+    for proc in (chief, worker):
+      if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+  assert (chief.returncode, worker.returncode) == (143, 143), chief_err[-3000:]
+  assert "Traceback" not in chief_err + worker_err
+  assert worker_err.strip().splitlines()[-1] == "stopped by SIGTERM"
+  _check_stopped_by_peer(chief_out, logdir)
+
+
+@needs_horovod
+def test_sigterm_to_one_horovod_rank_stops_the_job_with_a_checkpoint(setup, tmp_path):
+  _, config = setup
+  logdir = str(tmp_path / "run")
+  args = _args(config, logdir, "train", "--max_steps=1000000", "--save_checkpoint_steps=20",
+               "--print_loss_steps=100", "--batch_size_per_gpu=8", "--use_horovod=True")
+  job = subprocess.Popen(h.command("mpiexec", args), env=h.environment(), cwd=h.ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  try:
+    h.wait_for(lambda: os.path.exists(os.path.join(logdir, "ckpt-20.index")) or
+               job.poll() is not None, 240, "the first checkpoint")
+    assert job.poll() is None, job.communicate()[1][-3000:]
+    ranks = subprocess.run(["pgrep", "-P", str(job.pid)], capture_output=True, text=True)
+    pids = [int(p) for p in ranks.stdout.split()]
+    assert len(pids) == 2, ranks
+    os.kill(pids[1], signal.SIGTERM)
+    out, err = job.communicate(timeout=120)
+  finally:
+    if job.poll() is None:
+      job.kill()
+      job.communicate()
+  assert job.returncode != 0
+  assert "Traceback" not in err, err[-3000:]
+  _check_stopped_by_peer(out, logdir)
+
+
 # ---------------------------------------------------------------------- the toy Transformer
 def _transformer_args(data_dir, logdir, batch, *extra):
   from tests.helpers import toy  # pylint: disable=import-outside-toplevel
