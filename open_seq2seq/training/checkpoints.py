@@ -16,16 +16,40 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Iterable
+import shutil
+from typing import Any
 
 import tensorflow as tf
 
 from open_seq2seq.errors import CheckpointError, DivergenceError
+from open_seq2seq.training.restoring import (UnreadableCheckpoint, load_pretrained,
+                                             restore_across_dtypes, variable_keys)
 from open_seq2seq.utils import keras_compat
 from open_seq2seq.utils.io import atomic_write_text
 
+# load_pretrained and variable_keys live in restoring.py; importing them from here still works.
+__all__ = ["CheckpointStore", "UnreadableCheckpoint", "checkpoint_for_eval", "latest_checkpoint",
+           "load_pretrained", "logdir_holds_run", "model_checkpoint_object", "named_variables",
+           "non_finite", "remove_partial_saves", "restore_across_dtypes",
+           "restore_model_weights", "variable_keys"]
+
 BEST_DIR = "best_models"
 BEST_INFO = "best.json"
+
+
+def remove_partial_saves(directory: str) -> list[str]:
+  """Deletes the ``ckpt-N_temp/`` folders a kill during a save leaves behind; returns them.
+
+  TensorFlow writes a checkpoint's parts there before merging them into ``ckpt-N.*``; a
+  folder left over belongs to a save that never finished (and was never listed)."""
+  removed = []
+  if os.path.isdir(directory):
+    for name in sorted(os.listdir(directory)):
+      path = os.path.join(directory, name)
+      if name.startswith("ckpt-") and name.endswith("_temp") and os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+  return removed
 
 
 def latest_checkpoint(logdir: str, best: bool = False) -> str | None:
@@ -54,37 +78,6 @@ def logdir_holds_run(logdir: str) -> bool:
     if name in (BEST_DIR, "config.txt"):
       return True
   return False
-
-
-def variable_keys(root: tf.train.Checkpoint) -> dict[str, Any]:
-  """Maps the checkpoint key of every variable reachable from ``root`` to the variable.
-
-  Keys follow TensorFlow's object-graph naming (``model/encoder/.../.ATTRIBUTES/VARIABLE_VALUE``)
-  found breadth-first, the way ``tf.train.Checkpoint`` names them.
-  """
-  view = tf.train.TrackableView(root)
-  keys: dict[str, Any] = {}
-  seen = {id(root)}
-  queue = [("", root)]
-  while queue:
-    path, obj = queue.pop(0)
-    for name, child in view.children(obj).items():
-      if id(child) in seen:
-        continue
-      seen.add(id(child))
-      # escaped as TensorFlow escapes names in checkpoint keys ("." -> "..", "/" -> ".S")
-      escaped = name.replace(".", "..").replace("/", ".S")
-      child_path = f"{path}/{escaped}" if path else escaped
-      if isinstance(child, tf.Variable) or _is_keras_variable(child):
-        keys[f"{child_path}/.ATTRIBUTES/VARIABLE_VALUE"] = child
-      else:
-        queue.append((child_path, child))
-  return keys
-
-
-def _is_keras_variable(obj: Any) -> bool:
-  import keras  # local: keep this module importable without building Keras state
-  return isinstance(obj, keras.Variable)
 
 
 def named_variables(layers: dict[str, Any]) -> dict[str, Any]:
@@ -190,6 +183,10 @@ class CheckpointStore:
                                               checkpoint_name="ckpt")
     self._best = tf.train.CheckpointManager(self.checkpoint, os.path.join(logdir, BEST_DIR),
                                             max_to_keep=1, checkpoint_name="ckpt")
+    self.removed_partial_saves: list[str] = []
+    if write:
+      for directory in (logdir, os.path.join(logdir, BEST_DIR)):
+        self.removed_partial_saves += remove_partial_saves(directory)
 
   def save(self, step: int) -> str | None:
     self._check_finite(step)
@@ -211,11 +208,45 @@ class CheckpointStore:
   def restore(self, path: str, expect_partial: bool = False) -> None:
     restore_across_dtypes(self.checkpoint, path, expect_partial=expect_partial)
 
-  def restore_latest(self) -> str | None:
-    path = self.manager.latest_checkpoint
-    if path:
-      restore_across_dtypes(self.checkpoint, path)
-    return path
+  def restore_latest(self) -> tuple[str | None, list[UnreadableCheckpoint]]:
+    """Restores the newest checkpoint that reads; returns it (None: the run has none) and
+    the newer ones skipped as unreadable.
+
+    After skipping, the state file lists the restored checkpoint as the newest (the chief
+    rewrites it), so that saves and eval go on from there.
+
+    Raises:
+      CheckpointError: every checkpoint of the run is unreadable.
+    """
+    skipped: list[UnreadableCheckpoint] = []
+    for path in reversed(self.manager.checkpoints):
+      try:
+        restore_across_dtypes(self.checkpoint, path)
+      except UnreadableCheckpoint as e:
+        skipped.append(e)
+        continue
+      if skipped:
+        self._make_newest(path)
+      return path, skipped
+    if skipped:
+      raise CheckpointError(f"no checkpoint of {self.logdir} is readable (the newest: "
+                            f"{skipped[0].reason}); train afresh into another --logdir")
+    return None, skipped
+
+  def _make_newest(self, path: str) -> None:
+    kept = self.manager.checkpoints[:self.manager.checkpoints.index(path) + 1]
+    if self.write:  # the state file CheckpointManager reads (a text proto), without the rest
+      state = tf.train.get_checkpoint_state(self.logdir)
+      stamps = dict(zip(state.all_model_checkpoint_paths, state.all_model_checkpoint_timestamps))
+      lines = [f'model_checkpoint_path: "{os.path.basename(path)}"']
+      lines += [f'all_model_checkpoint_paths: "{os.path.basename(p)}"' for p in kept]
+      lines += [f"all_model_checkpoint_timestamps: {stamps.get(p, os.path.getmtime(p + '.index'))}"
+                for p in kept]
+      lines.append(f"last_preserved_timestamp: {state.last_preserved_timestamp}")
+      atomic_write_text(os.path.join(self.logdir, "checkpoint"), "\n".join(lines) + "\n")
+    self.manager = tf.train.CheckpointManager(self.checkpoint, self.logdir,
+                                              max_to_keep=self.manager._max_to_keep,  # pylint: disable=protected-access
+                                              checkpoint_name="ckpt")
 
   # ------------------------------------------------------------------ best checkpoint
   def best_info(self) -> dict | None:
@@ -242,83 +273,3 @@ class CheckpointStore:
       atomic_write_text(os.path.join(self.logdir, BEST_DIR, BEST_INFO),
                         json.dumps({"metric": metric, "value": value, "step": step}) + "\n")
     return True
-
-
-def restore_across_dtypes(root: tf.train.Checkpoint, path: str,
-                          expect_partial: bool = False) -> list[str]:
-  """Restores ``root`` from ``path`` even if the run that wrote it used another ``dtype``.
-
-  "float32" and "mixed" runs store float32 weights and optimizer state, "float16" runs store
-  float16 ones. TensorFlow refuses to restore a variable saved in another dtype, so when any
-  variable differs, every variable is read and cast instead (objects that are not variables,
-  such as the input pipeline position, then start afresh).
-
-  Args:
-    root: the checkpoint object to restore into (its variables already built).
-    expect_partial: the checkpoint may hold more than ``root`` (e.g. the optimizer when only
-      weights are wanted); every model variable of ``root`` must still be found.
-
-  Returns:
-    The keys of the variables that were cast (empty when dtypes matched).
-
-  Raises:
-    CheckpointError: when casting and a variable of ``root`` is missing or has another shape.
-  """
-  reader = tf.train.load_checkpoint(path)
-  saved = reader.get_variable_to_dtype_map()
-  variables = variable_keys(root)
-  cast = sorted(key for key, var in variables.items()
-                if key in saved and saved[key] != tf.as_dtype(var.dtype))
-  if not cast:
-    try:
-      status = root.restore(path)
-      if expect_partial:
-        status.expect_partial().assert_existing_objects_matched()
-    except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as e:
-      detail = str(e).strip().splitlines()[0][:300]
-      raise CheckpointError(f"{path}: does not match this model; it was written by a "
-                            f"different model or config ({detail})") from None
-    return []
-  shapes = reader.get_variable_to_shape_map()
-  for key, var in sorted(variables.items()):
-    if key not in saved:
-      if not key.startswith("model/"):
-        continue  # e.g. a loss scaler added on resume: keeps its initial state
-      raise CheckpointError(f"{path}: holds no {key}; it was written by a different model")
-    if list(shapes[key]) != list(var.shape):
-      raise CheckpointError(f"{path}: {key} has shape {shapes[key]}, the model "
-                            f"{list(var.shape)}; it was written by a different model")
-    var.assign(tf.cast(reader.get_tensor(key), var.dtype))
-  return cast
-
-
-def load_pretrained(root: tf.train.Checkpoint, source: str,
-                    skip_patterns: Iterable[str] = ()) -> tuple[list[str], list[str]]:
-  """Initialises variables of ``root`` from another run, matching by key and shape.
-
-  Args:
-    root: a checkpoint object whose ``model`` holds the variables to initialise.
-    source: a run directory (its latest checkpoint is used) or a checkpoint prefix.
-
-  Returns:
-    (loaded keys, skipped keys with the reason).
-  """
-  path = tf.train.latest_checkpoint(source) if os.path.isdir(source) else source
-  if not path or not tf.io.gfile.exists(path + ".index"):
-    raise CheckpointError(f"load_model: no checkpoint found at {source}")
-  reader = tf.train.load_checkpoint(path)
-  shapes = reader.get_variable_to_shape_map()
-  loaded, skipped = [], []
-  for key, var in sorted(variable_keys(root).items()):
-    if not key.startswith("model/"):
-      continue
-    if key not in shapes:
-      skipped.append(f"{key} (not in {source})")
-      continue
-    if list(shapes[key]) != list(var.shape):
-      skipped.append(f"{key} (shape {list(var.shape)} != {list(shapes[key])})")
-      continue
-    value = reader.get_tensor(key)
-    var.assign(tf.cast(value, var.dtype))
-    loaded.append(key)
-  return loaded, skipped

@@ -101,10 +101,16 @@ class Trainer:
     """Resumes from the latest checkpoint; or, on a fresh run, initializes from data (the
     layers that ask for it, on the first batch) and then loads ``load_model``'s weights."""
     store = self.store
+    if self.is_chief and store.removed_partial_saves:
+      log(f"removed {len(store.removed_partial_saves)} folder(s) of a save that a kill cut "
+          f"short: {', '.join(store.removed_partial_saves)}")
     if continue_learning and store.manager.latest_checkpoint:
-      store.restore_latest()
+      path, skipped = store.restore_latest()
       if self.is_chief:
-        log(f"Restored {store.manager.latest_checkpoint} at step {self.global_step}")
+        for unreadable in skipped:
+          log(f"warning: skipped unreadable checkpoint {unreadable.path} "
+              f"({unreadable.reason})")
+        log(f"Restored {path} at step {self.global_step}")
       return
     if continue_learning and self.is_chief:
       log(f"--continue_learning: no checkpoint in {self.logdir}: training from scratch")

@@ -1,0 +1,161 @@
+"""Reading checkpoints back: across dtypes, from another run (``load_model``), and the one
+error every unreadable checkpoint becomes.
+
+Variables are found by their checkpoint key (TensorFlow's object-graph naming), so a run
+trained in "mixed" restores into float16 and back, and ``load_model`` matches by key and
+shape.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable
+
+import tensorflow as tf
+
+from open_seq2seq.errors import CheckpointError
+
+#: What TensorFlow raises reading a truncated or corrupt checkpoint (a short ``.data``
+#: file: IndexError; a bad checksum or an empty ``.index``: an OpError).
+_UNREADABLE = (IndexError, tf.errors.OpError)
+
+
+class UnreadableCheckpoint(CheckpointError):
+  """A checkpoint whose files cannot be read back (truncated, corrupt, missing parts)."""
+
+  def __init__(self, path: str, error: BaseException):
+    text = str(error).strip()
+    self.path = path
+    self.reason = (text.splitlines()[0] if text else type(error).__name__)[:200]
+    name = os.path.basename(path)
+    super().__init__(
+        f"checkpoint {path} is unreadable ({self.reason}): it is truncated or corrupt; "
+        f"--continue_learning falls back to the newest checkpoint that reads, and eval/infer "
+        f"use an earlier one once this one's files ({name}.index, {name}.data-*) are removed")
+
+
+def variable_keys(root: tf.train.Checkpoint) -> dict[str, Any]:
+  """Maps the checkpoint key of every variable reachable from ``root`` to the variable.
+
+  Keys follow TensorFlow's object-graph naming (``model/encoder/.../.ATTRIBUTES/VARIABLE_VALUE``)
+  found breadth-first, the way ``tf.train.Checkpoint`` names them.
+  """
+  view = tf.train.TrackableView(root)
+  keys: dict[str, Any] = {}
+  seen = {id(root)}
+  queue = [("", root)]
+  while queue:
+    path, obj = queue.pop(0)
+    for name, child in view.children(obj).items():
+      if id(child) in seen:
+        continue
+      seen.add(id(child))
+      # escaped as TensorFlow escapes names in checkpoint keys ("." -> "..", "/" -> ".S")
+      escaped = name.replace(".", "..").replace("/", ".S")
+      child_path = f"{path}/{escaped}" if path else escaped
+      if isinstance(child, tf.Variable) or _is_keras_variable(child):
+        keys[f"{child_path}/.ATTRIBUTES/VARIABLE_VALUE"] = child
+      else:
+        queue.append((child_path, child))
+  return keys
+
+
+def _is_keras_variable(obj: Any) -> bool:
+  import keras  # local: keep this module importable without building Keras state
+  return isinstance(obj, keras.Variable)
+
+
+def restore_across_dtypes(root: tf.train.Checkpoint, path: str,
+                          expect_partial: bool = False) -> list[str]:
+  """Restores ``root`` from ``path`` even if the run that wrote it used another ``dtype``.
+
+  "float32" and "mixed" runs store float32 weights and optimizer state, "float16" runs store
+  float16 ones. TensorFlow refuses to restore a variable saved in another dtype, so when any
+  variable differs, every variable is read and cast instead (objects that are not variables,
+  such as the input pipeline position, then start afresh).
+
+  Args:
+    root: the checkpoint object to restore into (its variables already built).
+    expect_partial: the checkpoint may hold more than ``root`` (e.g. the optimizer when only
+      weights are wanted); every model variable of ``root`` must still be found.
+
+  Returns:
+    The keys of the variables that were cast (empty when dtypes matched).
+
+  Raises:
+    CheckpointError: when casting and a variable of ``root`` is missing or has another shape.
+  """
+  try:
+    return _restore_across_dtypes(root, path, expect_partial)
+  except _UNREADABLE as e:
+    raise UnreadableCheckpoint(path, e) from None
+
+
+def _restore_across_dtypes(root: tf.train.Checkpoint, path: str,
+                           expect_partial: bool) -> list[str]:
+  reader = tf.train.load_checkpoint(path)
+  saved = reader.get_variable_to_dtype_map()
+  variables = variable_keys(root)
+  cast = sorted(key for key, var in variables.items()
+                if key in saved and saved[key] != tf.as_dtype(var.dtype))
+  if not cast:
+    try:
+      status = root.restore(path)
+      if expect_partial:
+        status.expect_partial().assert_existing_objects_matched()
+    except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as e:
+      detail = str(e).strip().splitlines()[0][:300]
+      raise CheckpointError(f"{path}: does not match this model; it was written by a "
+                            f"different model or config ({detail})") from None
+    return []
+  shapes = reader.get_variable_to_shape_map()
+  for key, var in sorted(variables.items()):
+    if key not in saved:
+      if not key.startswith("model/"):
+        continue  # e.g. a loss scaler added on resume: keeps its initial state
+      raise CheckpointError(f"{path}: holds no {key}; it was written by a different model")
+    if list(shapes[key]) != list(var.shape):
+      raise CheckpointError(f"{path}: {key} has shape {shapes[key]}, the model "
+                            f"{list(var.shape)}; it was written by a different model")
+    var.assign(tf.cast(reader.get_tensor(key), var.dtype))
+  return cast
+
+
+def load_pretrained(root: tf.train.Checkpoint, source: str,
+                    skip_patterns: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+  """Initialises variables of ``root`` from another run, matching by key and shape.
+
+  Args:
+    root: a checkpoint object whose ``model`` holds the variables to initialise.
+    source: a run directory (its latest checkpoint is used) or a checkpoint prefix.
+
+  Returns:
+    (loaded keys, skipped keys with the reason).
+  """
+  path = tf.train.latest_checkpoint(source) if os.path.isdir(source) else source
+  if not path or not tf.io.gfile.exists(path + ".index"):
+    raise CheckpointError(f"load_model: no checkpoint found at {source}")
+  try:
+    return _load_pretrained(root, source, path)
+  except _UNREADABLE as e:
+    raise UnreadableCheckpoint(path, e) from None
+
+
+def _load_pretrained(root: tf.train.Checkpoint, source: str,
+                     path: str) -> tuple[list[str], list[str]]:
+  reader = tf.train.load_checkpoint(path)
+  shapes = reader.get_variable_to_shape_map()
+  loaded, skipped = [], []
+  for key, var in sorted(variable_keys(root).items()):
+    if not key.startswith("model/"):
+      continue
+    if key not in shapes:
+      skipped.append(f"{key} (not in {source})")
+      continue
+    if list(shapes[key]) != list(var.shape):
+      skipped.append(f"{key} (shape {list(var.shape)} != {list(shapes[key])})")
+      continue
+    value = reader.get_tensor(key)
+    var.assign(tf.cast(value, var.dtype))
+    loaded.append(key)
+  return loaded, skipped
