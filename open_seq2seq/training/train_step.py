@@ -31,6 +31,7 @@ from open_seq2seq.optimizers import (LRPolicySchedule, apply_larc, complete_lr_p
                                      freeze_filter, get_optimizer, regularization_loss,
                                      variable_path)
 from open_seq2seq.training import step_summaries
+from open_seq2seq.training.float32_update import Float32Update
 from open_seq2seq.training.loss_scaling import make_loss_scaler
 from open_seq2seq.training.reporting import log
 from open_seq2seq.utils import precision
@@ -104,7 +105,8 @@ class TrainStep:
     with self.backend.strategy.scope():
       self.model.create_variables(batch)
       self.variables = self._select_trainable(is_chief)
-      self.optimizer.build(self.variables)
+      self.updated = Float32Update(self.variables)
+      self.optimizer.build(self.updated.targets)
     self.backend.broadcast_variables(self.model.variables + list(self.optimizer.variables))
     if is_chief and "larc_summaries" in self.summary_names and self.larc_params is None:
       log("warning: summaries has 'larc_summaries' but larc_params is not set: nothing to write")
@@ -214,7 +216,7 @@ class TrainStep:
     extras = step_summaries.step_tensors(self.summary_names, summarised, larc_values)
 
     def update():
-      self.optimizer.apply_gradients(zip(grads, self.variables))
+      self.updated.apply(self.optimizer, grads)
       self.units_seen.assign_add(units)
       return tf.constant(0, tf.int64)
 

@@ -19,7 +19,8 @@ from open_seq2seq.errors import DivergenceError
 from open_seq2seq.models.model import Model
 from open_seq2seq.training import reporting, stopping
 from open_seq2seq.training.checkpoints import (CheckpointStore, load_pretrained,
-                                               model_checkpoint_object, named_variables)
+                                               model_checkpoint_object, named_variables,
+                                               non_finite)
 from open_seq2seq.training.evaluator import Evaluator, to_numpy
 from open_seq2seq.training.reporting import Reporter, StepStats, every, log
 from open_seq2seq.training.train_step import TrainStep
@@ -252,8 +253,20 @@ class Trainer:
     if consecutive >= MAX_CONSECUTIVE_SKIPS:
       raise DivergenceError(
           f"{consecutive} consecutive steps with non-finite gradients at step {step} "
-          f"(loss {values['loss']}, loss scale {values['loss_scale']:g}): the model "
-          f"diverged; lower the learning rate or loss_scaling_params/scale_min")
+          f"(loss {values['loss']}, loss scale {values['loss_scale']:g}): "
+          f"{self._divergence_cause()}")
+
+  def _divergence_cause(self) -> str:
+    """Why updates keep failing, and what to do, for the error that stops training."""
+    bad = non_finite(named_variables(self.model.named_layers))
+    if bad:
+      return (f"the weights themselves are not finite ({', '.join(bad[:3])}): an update made "
+              f"them so; lower the learning rate or clip gradients (max_grad_norm)")
+    if self.step.float16_compute:
+      return ("the forward or backward pass overflows float16 even at this loss scale; "
+              "use dtype 'mixed_bfloat16' or 'mixed' (float32 weights), or lower the "
+              "learning rate")
+    return "the model diverged; lower the learning rate or loss_scaling_params/scale_min"
 
   def _finish(self, last: dict, eval_layer, summaries: reporting.Summaries) -> dict:
     step = self.global_step

@@ -257,6 +257,19 @@ def test_kill_9_during_saves_leaves_a_newest_checkpoint_that_loads(data_dir, tmp
                                err_msg=f"{key} (killed {delay:.3f} s after ckpt-5)")
 
 
+def test_pure_float16_trains_the_toy_config(data_dir, tmp_path):
+  """Its Adam epsilon (1e-9) is 0 in float16: the update is made in float32 (issue 18)."""
+  result = toy.run_cli(base_args(data_dir, str(tmp_path / "run")) + [
+      "--dtype=float16", "--loss_scaling=Backoff", "--max_steps=40", "--print_loss_steps=5"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  losses = [float(l.split("| loss ")[1].split()[0]) for l in result.stdout.splitlines()
+            if "| loss" in l]
+  assert len(losses) == 8 and losses[-1] < 0.8 * losses[0], losses
+  weights = _weights(str(tmp_path / "run"))
+  assert all(np.isfinite(w).all() for w in weights.values())
+  assert any(w.dtype == np.float16 for w in weights.values())
+
+
 def test_benchmark_prints_table_and_saves_nothing(data_dir, tmp_path):
   logdir = tmp_path / "bench"
   result = toy.run_cli(base_args(data_dir, str(logdir)) + ["--benchmark", "--bench_steps=6",
