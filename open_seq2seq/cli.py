@@ -66,7 +66,9 @@ def _parse_bool(text: str) -> bool:
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-  args, rest = build_parser().parse_known_args(argv)
+  parser = build_parser()
+  args, rest = parser.parse_known_args(argv)
+  _check_unknown_flags(parser, rest)
   overrides = list(rest)
   for key in ("logdir", "num_gpus", "use_horovod"):
     value = getattr(args, key)
@@ -75,6 +77,21 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
   if args.use_xla_jit:
     overrides.append("--use_xla_jit=True")
   return args, overrides
+
+
+def _check_unknown_flags(parser: argparse.ArgumentParser, rest: list[str]) -> None:
+  """What argparse left is config overrides (``--key=value``); anything else is a mistyped
+  flag or a stray word, reported with the closest flag."""
+  from open_seq2seq.utils.params import closest_key
+  flags = [s for action in parser._actions for s in action.option_strings  # pylint: disable=protected-access
+           if s.startswith("--")]
+  for arg in rest:
+    if arg.startswith("--") and "=" in arg:
+      continue
+    hint = closest_key(arg, flags)
+    raise ConfigError(f"{arg}: unknown argument" + (f"; did you mean {hint}?" if hint else "")
+                      + " (config overrides look like --batch_size_per_gpu=32 or "
+                      "--encoder_params/<key>=<value>)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -90,7 +90,8 @@ def parse_overrides(args: list[str]) -> list[tuple[str, str]]:
   for arg in args:
     if not arg.startswith("--") or "=" not in arg:
       raise ConfigError(
-          f"{arg}: unknown argument; config overrides look like --encoder_params/num_layers=2")
+          f"{arg}: unknown argument; config overrides look like --batch_size_per_gpu=32 or "
+          f"--encoder_params/<key>=<value>")
     key, value = arg[2:].split("=", 1)
     overrides.append((key, value))
   return overrides

@@ -1,0 +1,80 @@
+"""The README's main job and its "Using it" commands, as written, on a tiny model: the main
+job script makes the data and the run those commands then use from the same directory.
+
+Every command gets the tiny-model overrides appended (the last override wins), so the run is
+seconds instead of minutes; what is tested is that each command works where the README
+says to run it, after the main job.
+"""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import toy
+
+pytestmark = pytest.mark.slow
+
+README = os.path.join(toy.ROOT, "README.md")
+TINY = toy.TINY_MODEL + ["--max_steps=20", "--eval_steps=None"]
+
+
+def _using_it_commands():
+  text = open(README, encoding="utf-8").read()
+  section = text[text.index("## Using it"):]
+  block = section[section.index("```bash\n") + 8:]
+  block = block[:block.index("```")]
+  variables, commands = {}, []
+  for line in block.splitlines():
+    line = line.split("  #")[0].strip()
+    assignment = re.fullmatch(r"(\w+)=(\S+)", line)
+    if assignment:
+      variables[assignment.group(1)] = assignment.group(2)
+    elif "python run.py" in line:
+      commands.append(line)
+  return variables, commands
+
+
+def _env():
+  return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=toy.ROOT)
+
+
+@pytest.fixture(scope="module")
+def main_job(tmp_path_factory):
+  work = tmp_path_factory.mktemp("readme")
+  result = subprocess.run(["bash", os.path.join(toy.ROOT, "scripts", "run_toy_reversal.sh"),
+                           str(work), *TINY], capture_output=True, text=True, timeout=900,
+                          env=_env())
+  assert result.returncode == 0, result.stderr[-3000:]
+  return work, result
+
+
+def test_the_main_job_trains_evaluates_and_writes_inference(main_job):
+  work, result = main_job
+  assert "BLEU" in result.stdout and "eval at step 20" in result.stdout
+  predictions = (work / "runs" / "toy_reversal" / "test_predictions.txt").read_text()
+  sources = (work / "toy_text_data" / "test" / "source.txt").read_text()
+  assert predictions.count("\n") == sources.count("\n") > 0
+
+
+def test_the_using_it_commands_work_as_written_after_the_main_job(main_job):
+  work, _ = main_job
+  variables, commands = _using_it_commands()
+  assert len(commands) >= 6
+  for command in commands:
+    for name, value in variables.items():
+      command = command.replace(f"${name}", os.path.join(toy.ROOT, value))
+    command = command.replace("python run.py",
+                              f"{shlex.quote(sys.executable)} {os.path.join(toy.ROOT, 'run.py')}")
+    extra = list(TINY)
+    if "--continue_learning" in command:
+      extra[-2] = "--max_steps=25"  # on from the main job's step 20
+    if "--benchmark" in command:
+      extra += ["--bench_steps=4", "--bench_start=1"]
+    result = subprocess.run(["bash", "-c", command + " " + shlex.join(extra)], cwd=work,
+                            capture_output=True, text=True, timeout=600, env=_env())
+    assert result.returncode == 0, (command, result.stderr[-3000:])
+    assert "Traceback" not in result.stderr, command

@@ -1,0 +1,32 @@
+"""run.py's arguments: overrides pass through, a mistyped flag is one error with the flag
+it was probably meant to be (before TensorFlow is even imported)."""
+
+import pytest
+
+from open_seq2seq.cli import main, parse_args
+from open_seq2seq.errors import ConfigError
+
+
+def test_overrides_pass_through_and_known_flags_become_overrides():
+  args, overrides = parse_args(["--config_file=c.py", "--mode=train", "--continue_learning",
+                                "--encoder_params/num_layers=2", "--logdir=run"])
+  assert args.continue_learning and args.mode == "train"
+  assert overrides == ["--encoder_params/num_layers=2", "--logdir=run"]
+
+
+@pytest.mark.parametrize("arg,hint", [
+    ("--continue_learing", "; did you mean --continue_learning?"),
+    ("--benchmrk", "; did you mean --benchmark?"),
+    ("stray", ""),
+])
+def test_a_mistyped_flag_names_the_closest_one(arg, hint):
+  with pytest.raises(ConfigError) as error:
+    parse_args(["--config_file=c.py", "--mode=train", arg])
+  assert str(error.value) == (f"{arg}: unknown argument{hint} (config overrides look like "
+                              "--batch_size_per_gpu=32 or --encoder_params/<key>=<value>)")
+
+
+def test_main_prints_one_line_and_exits_2(capsys):
+  assert main(["--config_file=c.py", "--mode=train", "--continue_learing"]) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and err[0].startswith("error: --continue_learing: unknown argument")
