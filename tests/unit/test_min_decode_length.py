@@ -4,7 +4,6 @@ against exhaustive search in test_beam_search.py)."""
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
