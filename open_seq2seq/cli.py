@@ -13,7 +13,7 @@ import resource
 import sys
 from typing import Any
 
-from open_seq2seq.errors import CheckpointError, ConfigError, OpenSeq2SeqError
+from open_seq2seq.errors import CheckpointError, ConfigError, OpenSeq2SeqError, embedded_error
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -100,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     return run(argv)
   except OpenSeq2SeqError as e:
     print(f"error: {e}", file=sys.stderr)
+    return EXIT_USER_ERROR
+  except Exception as e:  # pylint: disable=broad-except
+    wrapped = embedded_error(e)  # a project error raised inside the input pipeline
+    if wrapped is None:
+      raise
+    print(f"error: {wrapped}", file=sys.stderr)
     return EXIT_USER_ERROR
   except KeyboardInterrupt as e:
     # TrainingStopped (SIGINT or SIGTERM while signals are handled) knows its status

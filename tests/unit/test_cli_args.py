@@ -30,3 +30,28 @@ def test_main_prints_one_line_and_exits_2(capsys):
   assert main(["--config_file=c.py", "--mode=train", "--continue_learing"]) == 2
   err = capsys.readouterr().err.strip().splitlines()
   assert len(err) == 1 and err[0].startswith("error: --continue_learing: unknown argument")
+
+
+def test_a_project_error_from_inside_the_input_pipeline_is_one_line(monkeypatch, capsys):
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from open_seq2seq import cli  # pylint: disable=import-outside-toplevel
+
+  def run(argv):  # what tf.numpy_function makes of a DataError raised while reading audio
+    raise tf.errors.UnknownError(None, None, "Traceback (most recent call last):\n  File ..."
+                                 "\nopen_seq2seq.errors.DataError: a.wav: cannot read audio "
+                                 "(bad header)\n\n\t [[{{node PyFunc}}]]")
+
+  monkeypatch.setattr(cli, "run", run)
+  assert cli.main([]) == 2
+  assert capsys.readouterr().err == "error: a.wav: cannot read audio (bad header)\n"
+
+
+def test_other_errors_keep_their_traceback(monkeypatch):
+  from open_seq2seq import cli  # pylint: disable=import-outside-toplevel
+
+  def run(argv):
+    raise RuntimeError("a bug")
+
+  monkeypatch.setattr(cli, "run", run)
+  with pytest.raises(RuntimeError, match="a bug"):
+    cli.main([])

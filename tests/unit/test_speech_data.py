@@ -100,8 +100,41 @@ def test_flac_and_resampling(tmp_path):
   layer = make_layer([csv_path], mode="eval")
   x_len = collect(layer)[0]["source_tensors"][1]
   assert x_len.tolist() == [31, 41]  # frames at 16 kHz
-  with pytest.raises(Exception, match="8000 Hz but sample_freq is 16000"):
-    collect(make_layer([csv_path], mode="eval", resample=False))
+  # found when the layer is built, from the header, naming the CSV line
+  with pytest.raises(DataError, match=r"data.csv:2: .*0000.flac: sampled at 8000 Hz but "
+                     "sample_freq is 16000; resample the corpus or set"):
+    make_layer([csv_path], mode="eval", resample=False)
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"RIFF\x24\x00\x00\x00WAVEjunk", "cannot read audio"),
+    (b"not audio at all", "cannot read audio"),
+    (None, "holds no audio samples"),
+])
+def test_a_broken_audio_file_is_found_when_the_layer_is_built(tmp_path, content, message):
+  import soundfile  # pylint: disable=import-outside-toplevel
+  csv_path = write_corpus(str(tmp_path), ["one", "two"])
+  broken = tmp_path / "audio" / "0001.wav"
+  if content is None:
+    soundfile.write(str(broken), np.zeros(0, np.float32), 16000, subtype="PCM_16")
+  else:
+    broken.write_bytes(content)
+  for mode in ("train", "infer"):
+    with pytest.raises(DataError, match=f"data.csv:3: .*0001.wav: {message}"):
+      make_layer([csv_path], mode=mode)
+
+
+def test_a_project_error_inside_the_pipeline_is_recovered_whole(tmp_path):
+  from open_seq2seq.errors import embedded_error  # pylint: disable=import-outside-toplevel
+  csv_path = write_corpus(str(tmp_path), ["one", "two"])
+  layer = make_layer([csv_path], mode="eval")
+  os.remove(layer.paths[1])  # gone after the layer was built: read in the pipeline
+  with pytest.raises(Exception) as raised:
+    collect(layer)
+  error = embedded_error(raised.value)
+  assert isinstance(error, DataError), raised.value
+  assert f"{layer.paths[1]}: cannot read audio" in str(error) and "\n" not in str(error)
+  assert embedded_error(RuntimeError("unrelated")) is None
 
 
 def test_user_errors_are_one_line(tmp_path, corpus):

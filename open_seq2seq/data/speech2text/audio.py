@@ -35,6 +35,28 @@ def read_audio(path: str, sample_freq: int, resample: bool = True) -> np.ndarray
   return signal
 
 
+def check_audio_header(path: str, sample_freq: int, resample: bool, where: str) -> None:
+  """Reads only ``path``'s header, so that a file :func:`read_audio` would fail on is one
+  line when the data layer is built, not an error inside the input pipeline mid-training.
+
+  Raises:
+    DataError: naming ``where`` (the CSV line): unreadable or not audio, no samples, or a
+      rate other than ``sample_freq`` while ``resample`` is off.
+  """
+  import soundfile  # imported lazily: only audio-reading processes need libsndfile
+
+  try:
+    info = soundfile.info(path)
+  except (OSError, RuntimeError, soundfile.LibsndfileError) as e:
+    raise DataError(f"{where}: {path}: cannot read audio ({str(e).strip()}); replace the file "
+                    f"or drop its line") from None
+  if info.frames == 0:
+    raise DataError(f"{where}: {path}: holds no audio samples; drop its line")
+  if info.samplerate != sample_freq and not resample:
+    raise DataError(f"{where}: {path}: sampled at {info.samplerate} Hz but sample_freq is "
+                    f"{sample_freq}; resample the corpus or set data_layer_params/resample=True")
+
+
 def resample_signal(signal: np.ndarray, rate_in: float, rate_out: float) -> np.ndarray:
   """Band-limited polyphase resampling from ``rate_in`` to ``rate_out`` Hz."""
   if rate_in == rate_out or len(signal) == 0:

@@ -27,7 +27,7 @@ import tensorflow as tf
 from open_seq2seq.data import transforms
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.data.description import SpeechDescription
-from open_seq2seq.data.speech2text.audio import peak_normalize, read_audio
+from open_seq2seq.data.speech2text.audio import check_audio_header, peak_normalize, read_audio
 from open_seq2seq.data.speech2text.augmentation import (AUGMENTATION, augment_signal,
                                                         has_signal_augmentation, spec_augment)
 from open_seq2seq.data.speech2text.feature_cache import FeatureCache
@@ -134,6 +134,7 @@ class Speech2TextDataLayer(DataLayer):
 
   # ------------------------------------------------------------------ reading CSVs
   def _read_csvs(self, csv_files: list) -> None:
+    p = self.params
     need_transcript = not self.inference
     for csv_path in csv_files:
       if not isinstance(csv_path, str) or not os.path.isfile(csv_path):
@@ -152,6 +153,7 @@ class Speech2TextDataLayer(DataLayer):
             raise DataError(f"{where}: empty wav_filename")
           self.wav_filenames.append(name)
           self.paths.append(_resolve(name, base, where))
+          check_audio_header(self.paths[-1], p["sample_freq"], p["resample"], where)
           transcript = row.get("transcript") or ""
           self.transcripts.append(self.targets.normalize(transcript))
           if need_transcript:
