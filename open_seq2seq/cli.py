@@ -96,6 +96,9 @@ def _check_unknown_flags(parser: argparse.ArgumentParser, rest: list[str]) -> No
 
 def main(argv: list[str] | None = None) -> int:
   argv = sys.argv[1:] if argv is None else argv
+  # Before anything imports TensorFlow (a config file does): its C++ start-up lines would
+  # otherwise come before every message of ours.
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   try:
     return run(argv)
   except OpenSeq2SeqError as e:
@@ -238,7 +241,6 @@ def _infer(args: argparse.Namespace, evaluator: Any, model: Any, backend: Any) -
 
 
 def _silence_tensorflow() -> None:
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   import absl.logging
   absl.logging.set_verbosity(absl.logging.ERROR)
 

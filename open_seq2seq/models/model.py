@@ -314,6 +314,9 @@ class Model(Configurable):
 
   #: Name of the metric used to select the best checkpoint and whether higher is better.
   best_metric: tuple[str, bool] = ("loss", False)
+  #: The best metric's value for a model that learned nothing (WER 1.0, BLEU 0), or None: a
+  #: run that ends no better gets a warning (training/trainer.py).
+  chance_level: float | None = None
 
   def infer(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
     """Per-example inference results ``[(id, result), ...]`` gathered across workers."""

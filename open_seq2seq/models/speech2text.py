@@ -37,6 +37,7 @@ class Speech2Text(Model):
   """
 
   best_metric = ("WER", False)
+  chance_level = 1.0  # no word right (an empty transcript, or all wrong)
 
   # ------------------------------------------------------------------ wiring
   def component_kwargs(self, slot: str, description: DataDescription) -> dict[str, Any]:

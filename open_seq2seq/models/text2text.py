@@ -68,6 +68,7 @@ class Text2Text(Model):
   """
 
   best_metric = ("BLEU", True)
+  chance_level = 0.0
   description: TextDescription
 
   # ----------------------------------------------------------------- wiring

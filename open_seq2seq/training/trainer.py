@@ -31,6 +31,24 @@ MAX_CONSECUTIVE_SKIPS = 100
 #: A loss this many times the run's first one gets a warning (once): still finite, but
 #: probably diverging.
 LOSS_EXPLOSION = 100.0
+#: A run this long that ends at its model's chance level gets a warning (shorter ones are
+#: smoke tests).
+NOTHING_LEARNED_AFTER = 200
+
+
+def nothing_learned(best_metric: tuple[str, bool], chance_level: float | None,
+                    metrics: dict[str, float], step: int) -> str | None:
+  """The warning for a run of ``step`` steps whose final eval ``metrics`` are no better than
+  a model that learned nothing, or None."""
+  name, higher_is_better = best_metric
+  if chance_level is None or step < NOTHING_LEARNED_AFTER or name not in metrics:
+    return None
+  value = metrics[name]
+  if (value > chance_level) if higher_is_better else (value < chance_level):
+    return None
+  return (f"{name} {value:g} after {step} steps is what a model that learned nothing gets "
+          f"({chance_level:g}): check the data and its labels, the learning rate (too high "
+          f"or too low) and the loss, or train longer")
 
 
 class Trainer:
@@ -274,6 +292,9 @@ class Trainer:
     if eval_layer is not None:
       metrics = self.evaluate(eval_layer, summaries=summaries, step=step)
       last.update({f"eval_{k}": v for k, v in metrics.items()})
+      warning = nothing_learned(self.model.best_metric, self.model.chance_level, metrics, step)
+      if warning and self.is_chief:
+        log(f"warning: {warning}")
     if self.is_chief:
       log(f"Finished training at step {step}")
     return last

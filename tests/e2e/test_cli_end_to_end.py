@@ -163,6 +163,22 @@ def test_empty_line_in_data_is_named(data_dir, tmp_path):
   assert f"{source}:4" in result.stderr, result.stderr[-2000:]
 
 
+def test_an_error_is_the_only_line_on_stderr(data_dir, tmp_path):
+  """No TensorFlow start-up chatter before (or after) the project's line, even when the
+  user's environment does not quiet TensorFlow."""
+  env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+  env["PYTHONPATH"] = toy.ROOT
+  result = subprocess.run(
+      [sys.executable, os.path.join(toy.ROOT, "run.py"),
+       *base_args(data_dir, str(tmp_path / "run")), "--max_steps=2",
+       "--data_layer_params/source_file=/nonexistent/source.txt"],
+      capture_output=True, text=True, timeout=300, env=env)
+  assert result.returncode == 2
+  assert result.stderr.splitlines() == [
+      "error: source_file /nonexistent/source.txt does not exist; check "
+      "data_layer_params/source_file"], result.stderr
+
+
 def test_missing_config_and_no_checkpoint(data_dir, tmp_path):
   result = toy.run_cli(["--config_file=/nonexistent/config.py", "--mode=train"])
   assert result.returncode == 2 and "does not exist" in result.stderr

@@ -80,3 +80,19 @@ def test_an_exploding_finite_loss_gets_one_warning(tmp_path, capsys):
   warnings = [line for line in capsys.readouterr().out.splitlines() if "diverging" in line]
   assert len(warnings) == 1 and "step 3: loss 136.8 is over 100x this run's first (0.5599)" \
       in warnings[0], warnings
+
+
+def test_a_run_that_ends_at_chance_level_gets_a_warning():
+  from open_seq2seq.models.speech2text import Speech2Text  # pylint: disable=import-outside-toplevel
+  from open_seq2seq.models.text2text import Text2Text  # pylint: disable=import-outside-toplevel
+  from open_seq2seq.training.trainer import nothing_learned  # pylint: disable=import-outside-toplevel
+  wer = (Speech2Text.best_metric, Speech2Text.chance_level)
+  assert nothing_learned(*wer, {"WER": 1.0, "loss": 3.0}, 500) == (
+      "WER 1 after 500 steps is what a model that learned nothing gets (1): check the data "
+      "and its labels, the learning rate (too high or too low) and the loss, or train longer")
+  assert nothing_learned(*wer, {"WER": 0.97}, 500) is None
+  assert nothing_learned(*wer, {"WER": 1.0}, 50) is None  # a smoke test, not a run
+  bleu = (Text2Text.best_metric, Text2Text.chance_level)
+  assert nothing_learned(*bleu, {"BLEU": 0.0}, 300).startswith("BLEU 0 after 300 steps")
+  assert nothing_learned(*bleu, {"BLEU": 0.4}, 300) is None
+  assert nothing_learned(("loss", False), None, {"loss": 9.0}, 900) is None
