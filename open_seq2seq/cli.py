@@ -13,7 +13,8 @@ import resource
 import sys
 from typing import Any
 
-from open_seq2seq.errors import CheckpointError, ConfigError, OpenSeq2SeqError, embedded_error
+from open_seq2seq.errors import (CheckpointError, ConfigError, OpenSeq2SeqError, embedded_error,
+                                 out_of_memory)
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -83,8 +84,8 @@ def _check_unknown_flags(parser: argparse.ArgumentParser, rest: list[str]) -> No
   """What argparse left is config overrides (``--key=value``); anything else is a mistyped
   flag or a stray word, reported with the closest flag."""
   from open_seq2seq.utils.params import closest_key
-  flags = [s for action in parser._actions for s in action.option_strings  # pylint: disable=protected-access
-           if s.startswith("--")]
+  actions = parser._actions  # pylint: disable=protected-access
+  flags = [s for action in actions for s in action.option_strings if s.startswith("--")]
   for arg in rest:
     if arg.startswith("--") and "=" in arg:
       continue
@@ -105,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"error: {e}", file=sys.stderr)
     return EXIT_USER_ERROR
   except Exception as e:  # pylint: disable=broad-except
-    wrapped = embedded_error(e)  # a project error raised inside the input pipeline
+    # a project error raised inside the input pipeline, or a device out of memory
+    wrapped = embedded_error(e) or out_of_memory(e)
     if wrapped is None:
       raise
     print(f"error: {wrapped}", file=sys.stderr)

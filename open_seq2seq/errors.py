@@ -33,6 +33,25 @@ class DivergenceError(OpenSeq2SeqError):
   """Training diverged (non-finite loss, or non-finite gradients step after step)."""
 
 
+class OutOfMemoryError(OpenSeq2SeqError):
+  """A device ran out of memory: a batch (or a model) too large for it."""
+
+
+_OOM_SHAPE = re.compile(r"OOM when allocating tensor with (shape\[[^\]]*\])")
+
+
+def out_of_memory(error: BaseException) -> OutOfMemoryError | None:
+  """The one-line error for TensorFlow's ResourceExhaustedError (naming the tensor shape it
+  could not allocate, and the knobs that bound it), or None for any other error."""
+  if type(error).__name__ != "ResourceExhaustedError":
+    return None
+  shape = _OOM_SHAPE.search(str(error))
+  what = f"could not allocate a tensor of {shape.group(1)}" if shape else "a device is full"
+  return OutOfMemoryError(
+      f"out of memory: {what}; lower batch_size_per_gpu, bound the example length "
+      f"(data_layer_params/max_length), or use mixed precision (dtype 'mixed')")
+
+
 _EMBEDDED = re.compile(r"open_seq2seq\.errors\.(\w+): (.*)")
 
 

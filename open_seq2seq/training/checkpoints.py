@@ -244,8 +244,8 @@ class CheckpointStore:
                 for p in kept]
       lines.append(f"last_preserved_timestamp: {state.last_preserved_timestamp}")
       atomic_write_text(os.path.join(self.logdir, "checkpoint"), "\n".join(lines) + "\n")
-    self.manager = tf.train.CheckpointManager(self.checkpoint, self.logdir,
-                                              max_to_keep=self.manager._max_to_keep,  # pylint: disable=protected-access
+    keep = self.manager._max_to_keep  # pylint: disable=protected-access
+    self.manager = tf.train.CheckpointManager(self.checkpoint, self.logdir, max_to_keep=keep,
                                               checkpoint_name="ckpt")
 
   # ------------------------------------------------------------------ best checkpoint

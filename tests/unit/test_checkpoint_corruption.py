@@ -58,7 +58,8 @@ def _resumed(logdir, steps):
   trainer = Trainer(model, logdir=str(logdir))
   first = next(iter(model.data_layer.build_dataset()))
   trainer.build(first)
-  trainer._data_iterator = iter(model.data_layer.build_dataset())  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  trainer._data_iterator = iter(model.data_layer.build_dataset())
   store = trainer.make_store(with_data=True)
   return model, trainer, store
 

@@ -55,3 +55,18 @@ def test_other_errors_keep_their_traceback(monkeypatch):
   monkeypatch.setattr(cli, "run", run)
   with pytest.raises(RuntimeError, match="a bug"):
     cli.main([])
+
+
+def test_out_of_memory_is_one_line_naming_the_shape_and_the_knobs(monkeypatch, capsys):
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from open_seq2seq import cli  # pylint: disable=import-outside-toplevel
+
+  def run(argv):
+    tf.zeros([2 ** 40, 4])  # 16 TiB: TensorFlow's own ResourceExhaustedError
+
+  monkeypatch.setattr(cli, "run", run)
+  assert cli.main([]) == 2
+  assert capsys.readouterr().err == (
+      "error: out of memory: could not allocate a tensor of shape[1099511627776,4]; lower "
+      "batch_size_per_gpu, bound the example length (data_layer_params/max_length), or use "
+      "mixed precision (dtype 'mixed')\n")

@@ -83,9 +83,10 @@ def test_an_exploding_finite_loss_gets_one_warning(tmp_path, capsys):
 
 
 def test_a_run_that_ends_at_chance_level_gets_a_warning():
-  from open_seq2seq.models.speech2text import Speech2Text  # pylint: disable=import-outside-toplevel
-  from open_seq2seq.models.text2text import Text2Text  # pylint: disable=import-outside-toplevel
-  from open_seq2seq.training.trainer import nothing_learned  # pylint: disable=import-outside-toplevel
+  # pylint: disable=import-outside-toplevel
+  from open_seq2seq.models.speech2text import Speech2Text
+  from open_seq2seq.models.text2text import Text2Text
+  from open_seq2seq.training.trainer import nothing_learned
   wer = (Speech2Text.best_metric, Speech2Text.chance_level)
   assert nothing_learned(*wer, {"WER": 1.0, "loss": 3.0}, 500) == (
       "WER 1 after 500 steps is what a model that learned nothing gets (1): check the data "

@@ -450,3 +450,24 @@ def test_interactive_infer_reads_what_the_user_types_and_no_file(corpus):
   with pytest.raises(ConfigError, match="interactive_infer translates what the user types"):
     dl.build_dataset()
   assert set(dl.params) <= set(ParallelTextDataLayer.declared_params())
+
+
+def test_a_training_pair_far_longer_than_the_rest_is_a_warning_at_load(tmp_path, capsys):
+  rng = np.random.default_rng(1)
+  sources = [" ".join(rng.choice(VOCAB, size=int(n))) for n in rng.integers(3, 12, 40)]
+  sources[17] = " ".join(rng.choice(VOCAB, size=300))
+  vocab = write(tmp_path / "vocab.txt", [f"{t}\t{i}" for i, t in enumerate(VOCAB)])
+  files = {"src_vocab_file": vocab, "tgt_vocab_file": vocab,
+           "source_file": write(tmp_path / "src.txt", sources),
+           "target_file": write(tmp_path / "tgt.txt", sources)}
+  ParallelTextDataLayer(dict(files, max_length=None), mode="train", batch_size=4)
+  err = capsys.readouterr().err.splitlines()
+  assert len(err) == 1 and err[0].startswith(
+      f"warning: {files['source_file']}: the pair on line 18 is 301 ids long, ") and \
+      "set data_layer_params/max_length" in err[0], err
+  for mode, params, worker in (("eval", {"max_length": None}, 0),  # eval reads every pair
+                               ("train", {"max_length": 50}, 0),   # already bounded
+                               ("train", {"max_length": None}, 1)):  # the chief says it
+    ParallelTextDataLayer(dict(files, **params), mode=mode, batch_size=4, num_workers=2,
+                          worker_id=worker)
+    assert capsys.readouterr().err == ""

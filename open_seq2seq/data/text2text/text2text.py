@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterable
 
 import numpy as np
@@ -11,6 +12,7 @@ from open_seq2seq.data import transforms
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.data.description import TextDescription
 from open_seq2seq.data.text2text.sentencepiece_model import SentencePieceVocab
+from open_seq2seq.data.text2text.text_files import outlier_warning, read_text_lines
 from open_seq2seq.data.text2text.vocab import (SpecialTextTokens, invert_vocab, load_vocab,
                                                pad_vocab_to_eight)
 from open_seq2seq.errors import ConfigError, DataError
@@ -21,33 +23,6 @@ __all__ = ["ParallelTextDataLayer", "SpecialTextTokens", "read_text_lines", "spl
 _EOS = SpecialTextTokens.EOS_ID.value
 _UNK = SpecialTextTokens.UNK_ID.value
 _S = SpecialTextTokens.S_ID.value
-
-
-def read_text_lines(path: str, what: str) -> list[str]:
-  """All lines of a UTF-8 text file, without line terminators.
-
-  Raises:
-    DataError: naming ``what`` (the config key) if the file is missing, unreadable or not
-      UTF-8 (with the line of the bad byte).
-  """
-  try:
-    with open(path, "rb") as f:
-      data = f.read()
-  except FileNotFoundError:
-    raise DataError(f"{what} {path} does not exist; check data_layer_params/{what}") from None
-  except OSError as e:
-    raise DataError(f"{what} {path} cannot be read ({e.strerror}); check the path and "
-                    "its permissions") from None
-  try:
-    text = data.decode("utf-8")
-  except UnicodeDecodeError as e:
-    line = data.count(b"\n", 0, e.start) + 1
-    raise DataError(f"{path}:{line}: not valid UTF-8 (byte offset {e.start}); re-encode "
-                    "the file as UTF-8") from None
-  lines = text.split("\n")
-  if lines and lines[-1] == "":
-    lines.pop()  # the final newline ends the last line, it does not start a new one
-  return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def split_tokens(line: str, delimiter: str) -> list[str]:
@@ -296,6 +271,10 @@ class ParallelTextDataLayer(DataLayer):
     self._longest = int(self._lengths.max())
     if self._max_length is not None:
       self._longest = min(self._longest, self._max_length)
+    if self.mode == "train" and self.worker_id == 0 and self._max_length is None:
+      warning = outlier_warning(self._lengths, p["source_file"])
+      if warning:
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
 
   @property
   def _max_length(self) -> int | None:
