@@ -8,6 +8,7 @@ worker stops after the same step) and exits with 128 + the signal's number: 130 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import resource
 import sys
@@ -98,8 +99,10 @@ def _check_unknown_flags(parser: argparse.ArgumentParser, rest: list[str]) -> No
 def main(argv: list[str] | None = None) -> int:
   argv = sys.argv[1:] if argv is None else argv
   # Before anything imports TensorFlow (a config file does): its C++ start-up lines would
-  # otherwise come before every message of ours.
+  # otherwise come before every message of ours, and its Python warnings (e.g. about a
+  # checkpoint left half-restored by an error) after the error line.
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  logging.getLogger("tensorflow").setLevel(logging.ERROR)
   try:
     return run(argv)
   except OpenSeq2SeqError as e:
@@ -187,13 +190,18 @@ def _train(args: argparse.Namespace, base_model: type, configs: dict[str, dict],
     if backend.is_chief:
       print(benchmark_table(result, configs["train"]))
     return 0
-  # Written only now that the model and its data are built: a run that failed to start
-  # leaves nothing behind that would count as a run.
-  if backend.is_chief:
-    _write_config(logdir, configs)
-    if args.enable_logs:
-      _record_run(args, logdir, configs)
-  trainer.train(model.data_layer, eval_layer, continue_learning=args.continue_learning)
+
+  def record() -> None:
+    # Written only once the model, its data and the checkpoint it resumes from are loaded:
+    # a run that failed to start leaves nothing behind that would count as a run, and a
+    # failed --continue_learning leaves the old run's config.txt as it was.
+    if backend.is_chief:
+      _write_config(logdir, configs)
+      if args.enable_logs:
+        _record_run(args, logdir, configs)
+
+  trainer.train(model.data_layer, eval_layer, continue_learning=args.continue_learning,
+                on_start=record)
   return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -160,9 +161,13 @@ class Trainer:
 
   # ------------------------------------------------------------------ the loop
   def train(self, train_layer, eval_layer=None, continue_learning: bool = False,
-            benchmark_steps: int | None = None, summaries: reporting.Summaries | None = None
-            ) -> dict:
+            benchmark_steps: int | None = None, summaries: reporting.Summaries | None = None,
+            on_start: Callable[[], None] | None = None) -> dict:
     """Trains to ``max_steps`` (or ``num_epochs``), evaluating every ``eval_steps``.
+
+    ``on_start`` is called once the variables exist and the checkpoint to resume from (or
+    ``load_model``) is loaded, before the first step: the command line writes the run's
+    config then, so that a run that fails to start changes nothing in its logdir.
 
     Returns:
       The last logged values (and eval metrics), plus benchmark figures when
@@ -171,6 +176,8 @@ class Trainer:
     steps_per_epoch = self.steps_per_epoch or self._steps_per_epoch(train_layer)
     max_steps = benchmark_steps or self.max_steps
     first = self._start(train_layer, continue_learning, bool(benchmark_steps))
+    if on_start is not None:  # the run is built and restored: e.g. write its config now
+      on_start()
     summaries = summaries if summaries is not None else reporting.Summaries(
         self.logdir if self.is_chief else None)
     if continue_learning:

@@ -122,6 +122,17 @@ def test_logdir_conflict_refuses_and_overwrites_nothing(trained, data_dir):
   assert before == after
 
 
+def test_a_failed_resume_leaves_the_runs_config_as_it_was(trained, data_dir):
+  logdir, _ = trained
+  config = os.path.join(logdir, "config.txt")
+  before = open(config, encoding="utf-8").read()
+  result = toy.run_cli(base_args(data_dir, logdir) + [
+      "--continue_learning", "--max_steps=30", "--decoder_params/filter_size=48"])
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert "does not match this model" in result.stderr.strip().splitlines()[-1]
+  assert open(config, encoding="utf-8").read() == before
+
+
 def test_load_model_reports_loaded_and_skipped(trained, data_dir, tmp_path):
   logdir, _ = trained
   # --continue_learning on a logdir without a checkpoint starts afresh, and says so.
