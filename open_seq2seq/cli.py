@@ -190,18 +190,20 @@ def _train(args: argparse.Namespace, base_model: type, configs: dict[str, dict],
     if backend.is_chief:
       print(benchmark_table(result, configs["train"]))
     return 0
+  if backend.is_chief and args.enable_logs:
+    # From here on the console is copied into logdir/logs/ (a record of this attempt, which
+    # does not count as a run: logdir_holds_run)
+    _record_run(args, logdir, configs)
 
-  def record() -> None:
+  def write_config() -> None:
     # Written only once the model, its data and the checkpoint it resumes from are loaded:
     # a run that failed to start leaves nothing behind that would count as a run, and a
     # failed --continue_learning leaves the old run's config.txt as it was.
     if backend.is_chief:
       _write_config(logdir, configs)
-      if args.enable_logs:
-        _record_run(args, logdir, configs)
 
   trainer.train(model.data_layer, eval_layer, continue_learning=args.continue_learning,
-                on_start=record)
+                on_start=write_config)
   return 0
 
 
