@@ -153,7 +153,7 @@ def test_dead_worker_stops_the_job_with_a_clear_error_then_resumes(setup, tmp_pa
   port = launch.free_base_port(2)
   chief, worker = _start_rank(0, port, args), _start_rank(1, port, args)
   try:
-    h.wait_for(lambda: os.path.exists(os.path.join(logdir, "ckpt-20.index")) or
+    h.wait_for(lambda: h.has_checkpoint(logdir) or
                chief.poll() is not None, 240, "the first checkpoint")
     assert chief.poll() is None, chief.communicate()[1][-3000:]
     worker.send_signal(signal.SIGKILL)
@@ -186,9 +186,10 @@ def test_dead_horovod_rank_stops_the_mpi_job(setup, tmp_path):
   args = _args(config, logdir, "train", "--max_steps=1000000", "--save_checkpoint_steps=20",
                "--print_loss_steps=100", "--batch_size_per_gpu=8", "--use_horovod=True")
   job = subprocess.Popen(h.command("mpiexec", args), env=h.environment(), cwd=h.ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
   try:
-    h.wait_for(lambda: os.path.exists(os.path.join(logdir, "ckpt-20.index")) or
+    h.wait_for(lambda: h.has_checkpoint(logdir) or
                job.poll() is not None, 240, "the first checkpoint")
     assert job.poll() is None, job.communicate()[1][-3000:]
     ranks = subprocess.run(["pgrep", "-P", str(job.pid)], capture_output=True, text=True)
@@ -200,8 +201,7 @@ def test_dead_horovod_rank_stops_the_mpi_job(setup, tmp_path):
     waited = time.time() - killed
   finally:
     if job.poll() is None:
-      job.kill()
-      job.communicate()
+      h.kill_group(job)
   assert job.returncode != 0
   assert "signal 9" in stderr or "Killed" in stderr, stderr[-3000:]
   assert waited < 120
@@ -226,7 +226,7 @@ def test_sigterm_to_one_worker_stops_both_after_the_same_step_with_a_checkpoint(
   port = launch.free_base_port(2)
   chief, worker = _start_rank(0, port, args), _start_rank(1, port, args)
   try:
-    h.wait_for(lambda: os.path.exists(os.path.join(logdir, "ckpt-20.index")) or
+    h.wait_for(lambda: h.has_checkpoint(logdir) or
                chief.poll() is not None, 240, "the first checkpoint")
     assert chief.poll() is None, chief.communicate()[1][-3000:]
     worker.send_signal(signal.SIGTERM)
@@ -250,9 +250,10 @@ def test_sigterm_to_one_horovod_rank_stops_the_job_with_a_checkpoint(setup, tmp_
   args = _args(config, logdir, "train", "--max_steps=1000000", "--save_checkpoint_steps=20",
                "--print_loss_steps=100", "--batch_size_per_gpu=8", "--use_horovod=True")
   job = subprocess.Popen(h.command("mpiexec", args), env=h.environment(), cwd=h.ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
   try:
-    h.wait_for(lambda: os.path.exists(os.path.join(logdir, "ckpt-20.index")) or
+    h.wait_for(lambda: h.has_checkpoint(logdir) or
                job.poll() is not None, 240, "the first checkpoint")
     assert job.poll() is None, job.communicate()[1][-3000:]
     ranks = subprocess.run(["pgrep", "-P", str(job.pid)], capture_output=True, text=True)
@@ -262,8 +263,7 @@ def test_sigterm_to_one_horovod_rank_stops_the_job_with_a_checkpoint(setup, tmp_
     out, err = job.communicate(timeout=120)
   finally:
     if job.poll() is None:
-      job.kill()
-      job.communicate()
+      h.kill_group(job)
   assert job.returncode != 0
   assert "Traceback" not in err, err[-3000:]
   _check_stopped_by_peer(out, logdir)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -192,6 +193,25 @@ def eval_line(stdout: str) -> str:
 
 def have_mpiexec() -> bool:
   return shutil.which("mpiexec") is not None
+
+
+def has_checkpoint(logdir: str) -> bool:
+  """Whether ``logdir`` holds any checkpoint yet. (Waiting for one of a given step races with
+  a fast run: a tiny model saves and rotates out ckpt-20 within a polling interval.)"""
+  try:
+    return any(n.startswith("ckpt-") and n.endswith(".index") for n in os.listdir(logdir))
+  except FileNotFoundError:
+    return False
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+  """SIGKILL to ``proc``'s process group (started with ``start_new_session=True``): mpiexec
+  and its ranks, none left running."""
+  try:
+    os.killpg(proc.pid, signal.SIGKILL)
+  except ProcessLookupError:
+    pass
+  proc.communicate()
 
 
 def wait_for(predicate, timeout: float, what: str) -> None:
