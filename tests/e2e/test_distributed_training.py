@@ -7,6 +7,7 @@ Every run is a real ``run.py`` on 127.0.0.1 with a tiny model (tests/helpers/dis
 each has a timeout, and every process stops by itself.
 """
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -145,9 +146,10 @@ def _start_rank(rank, port, args):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_dead_worker_stops_the_job_with_a_clear_error_then_resumes(setup, tmp_path):
-  _, config = setup
-  logdir = str(tmp_path / "run")
+@contextlib.contextmanager
+def _two_ranks_training(config, logdir):
+  """A 2-process TF multi-worker job training until killed, yielded as (chief, worker) once
+  it has saved a checkpoint; both are killed at the end of the block if still running."""
   args = _args(config, logdir, "train", "--max_steps=1000000", "--save_checkpoint_steps=20",
                "--print_loss_steps=100", "--batch_size_per_gpu=8")
   port = launch.free_base_port(2)
@@ -156,15 +158,22 @@ def test_dead_worker_stops_the_job_with_a_clear_error_then_resumes(setup, tmp_pa
     h.wait_for(lambda: h.has_checkpoint(logdir) or
                chief.poll() is not None, 240, "the first checkpoint")
     assert chief.poll() is None, chief.communicate()[1][-3000:]
-    worker.send_signal(signal.SIGKILL)
-    killed = time.time()
-    _, stderr = chief.communicate(timeout=120)
-    waited = time.time() - killed
+    yield chief, worker
   finally:
     for proc in (chief, worker):
       if proc.poll() is None:
         proc.kill()
         proc.communicate()
+
+
+def test_dead_worker_stops_the_job_with_a_clear_error_then_resumes(setup, tmp_path):
+  _, config = setup
+  logdir = str(tmp_path / "run")
+  with _two_ranks_training(config, logdir) as (chief, worker):
+    worker.send_signal(signal.SIGKILL)
+    killed = time.time()
+    _, stderr = chief.communicate(timeout=120)
+    waited = time.time() - killed
   assert chief.returncode not in (0, None)
   lines = [line for line in stderr.splitlines() if line.startswith("error:")]
   assert lines and "another worker" in lines[-1] and "--continue_learning" in lines[-1], \
@@ -179,10 +188,9 @@ def test_dead_worker_stops_the_job_with_a_clear_error_then_resumes(setup, tmp_pa
   assert h.tf.train.latest_checkpoint(logdir).endswith(f"ckpt-{latest + 3}")
 
 
-@needs_horovod
-def test_dead_horovod_rank_stops_the_mpi_job(setup, tmp_path):
-  _, config = setup
-  logdir = str(tmp_path / "run")
+def _horovod_job_with_one_rank_signalled(config, logdir, sig):
+  """Starts a 2-rank Horovod job under mpiexec, sends ``sig`` to one rank once the job has
+  saved a checkpoint; returns ``(job, stdout, stderr, seconds from the signal to the end)``."""
   args = _args(config, logdir, "train", "--max_steps=1000000", "--save_checkpoint_steps=20",
                "--print_loss_steps=100", "--batch_size_per_gpu=8", "--use_horovod=True")
   job = subprocess.Popen(h.command("mpiexec", args), env=h.environment(), cwd=h.ROOT,
@@ -195,13 +203,20 @@ def test_dead_horovod_rank_stops_the_mpi_job(setup, tmp_path):
     ranks = subprocess.run(["pgrep", "-P", str(job.pid)], capture_output=True, text=True)
     pids = [int(p) for p in ranks.stdout.split()]
     assert len(pids) == 2, ranks
-    os.kill(pids[1], signal.SIGKILL)
-    killed = time.time()
-    _, stderr = job.communicate(timeout=120)
-    waited = time.time() - killed
+    os.kill(pids[1], sig)
+    signalled = time.time()
+    out, err = job.communicate(timeout=120)
+    return job, out, err, time.time() - signalled
   finally:
     if job.poll() is None:
       h.kill_group(job)
+
+
+@needs_horovod
+def test_dead_horovod_rank_stops_the_mpi_job(setup, tmp_path):
+  _, config = setup
+  job, _, stderr, waited = _horovod_job_with_one_rank_signalled(config, str(tmp_path / "run"),
+                                                                 signal.SIGKILL)
   assert job.returncode != 0
   assert "signal 9" in stderr or "Killed" in stderr, stderr[-3000:]
   assert waited < 120
@@ -221,22 +236,10 @@ def test_sigterm_to_one_worker_stops_both_after_the_same_step_with_a_checkpoint(
                                                                                 tmp_path):
   _, config = setup
   logdir = str(tmp_path / "run")
-  args = _args(config, logdir, "train", "--max_steps=1000000", "--save_checkpoint_steps=20",
-               "--print_loss_steps=100", "--batch_size_per_gpu=8")
-  port = launch.free_base_port(2)
-  chief, worker = _start_rank(0, port, args), _start_rank(1, port, args)
-  try:
-    h.wait_for(lambda: h.has_checkpoint(logdir) or
-               chief.poll() is not None, 240, "the first checkpoint")
-    assert chief.poll() is None, chief.communicate()[1][-3000:]
+  with _two_ranks_training(config, logdir) as (chief, worker):
     worker.send_signal(signal.SIGTERM)
     chief_out, chief_err = chief.communicate(timeout=120)
     _, worker_err = worker.communicate(timeout=120)
-  finally:
-    for proc in (chief, worker):
-      if proc.poll() is None:
-        proc.kill()
-        proc.communicate()
   assert (chief.returncode, worker.returncode) == (143, 143), chief_err[-3000:]
   assert "Traceback" not in chief_err + worker_err
   assert worker_err.strip().splitlines()[-1] == "stopped by SIGTERM"
@@ -247,23 +250,7 @@ def test_sigterm_to_one_worker_stops_both_after_the_same_step_with_a_checkpoint(
 def test_sigterm_to_one_horovod_rank_stops_the_job_with_a_checkpoint(setup, tmp_path):
   _, config = setup
   logdir = str(tmp_path / "run")
-  args = _args(config, logdir, "train", "--max_steps=1000000", "--save_checkpoint_steps=20",
-               "--print_loss_steps=100", "--batch_size_per_gpu=8", "--use_horovod=True")
-  job = subprocess.Popen(h.command("mpiexec", args), env=h.environment(), cwd=h.ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
-  try:
-    h.wait_for(lambda: h.has_checkpoint(logdir) or
-               job.poll() is not None, 240, "the first checkpoint")
-    assert job.poll() is None, job.communicate()[1][-3000:]
-    ranks = subprocess.run(["pgrep", "-P", str(job.pid)], capture_output=True, text=True)
-    pids = [int(p) for p in ranks.stdout.split()]
-    assert len(pids) == 2, ranks
-    os.kill(pids[1], signal.SIGTERM)
-    out, err = job.communicate(timeout=120)
-  finally:
-    if job.poll() is None:
-      h.kill_group(job)
+  job, out, err, _ = _horovod_job_with_one_rank_signalled(config, logdir, signal.SIGTERM)
   assert job.returncode != 0
   assert "Traceback" not in err, err[-3000:]
   _check_stopped_by_peer(out, logdir)
