@@ -122,6 +122,10 @@ def test_a_broken_audio_file_is_found_when_the_layer_is_built(tmp_path, content,
   for mode in ("train", "infer"):
     with pytest.raises(DataError, match=f"data.csv:3: .*0001.wav: {message}"):
       make_layer([csv_path], mode=mode)
+  # of two workers, the one whose shard holds the file reads its header
+  make_layer([csv_path], num_workers=2, worker_id=0)
+  with pytest.raises(DataError, match=f"data.csv:3: .*0001.wav: {message}"):
+    make_layer([csv_path], num_workers=2, worker_id=1)
 
 
 def test_a_project_error_inside_the_pipeline_is_recovered_whole(tmp_path):

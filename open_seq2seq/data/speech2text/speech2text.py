@@ -153,7 +153,9 @@ class Speech2TextDataLayer(DataLayer):
             raise DataError(f"{where}: empty wav_filename")
           self.wav_filenames.append(name)
           self.paths.append(_resolve(name, base, where))
-          check_audio_header(self.paths[-1], p["sample_freq"], p["resample"], where)
+          if (len(self.paths) - 1) % self.num_workers == self.worker_id:  # this shard's rows:
+            # each file's header is read once per job, not once per worker
+            check_audio_header(self.paths[-1], p["sample_freq"], p["resample"], where)
           transcript = row.get("transcript") or ""
           self.transcripts.append(self.targets.normalize(transcript))
           if need_transcript:
