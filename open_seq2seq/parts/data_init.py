@@ -114,9 +114,4 @@ def gain_and_bias(mean: tf.Tensor, variance: tf.Tensor, scale: float = 1.0
   return gain, -mean * gain
 
 
-def local_sum(values: list) -> list:
-  """``replica_sum`` of a single replica: the values themselves."""
-  return list(values)
-
-
-__all__ = ["InitPass", "active", "recording", "gain_and_bias", "local_sum", "VARIANCE_EPSILON"]
+__all__ = ["InitPass", "active", "recording", "gain_and_bias", "VARIANCE_EPSILON"]

@@ -25,10 +25,9 @@ class Float32Update:
   """
 
   def __init__(self, variables: list):
-    self.variables = list(variables)
     self.pairs: list[tuple[Any, Any]] = []
     self.targets: list = []
-    for variable in self.variables:
+    for variable in variables:
       if tf.as_dtype(variable.dtype) != tf.float16:
         self.targets.append(variable)
         continue

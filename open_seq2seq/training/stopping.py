@@ -41,7 +41,6 @@ class _State:
   """What the handler and the loop share (the handler runs in the main thread)."""
 
   def __init__(self):
-    self.installed = False
     self.deferring = False
     self.requested: int | None = None
 
@@ -66,13 +65,13 @@ def handling_signals() -> Iterator[None]:
     yield
     return
   previous = {sig: signal.signal(sig, _state.handle) for sig in SIGNALS}
-  _state.installed, _state.requested = True, None
+  _state.requested = None
   try:
     yield
   finally:
     for sig, handler in previous.items():
       signal.signal(sig, handler)
-    _state.installed, _state.deferring = False, False
+    _state.deferring = False
 
 
 @contextlib.contextmanager

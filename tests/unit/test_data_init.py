@@ -38,6 +38,9 @@ def _masked_moments(y, mask):
   return real.mean(axis=0), real.std(axis=0)
 
 
+# data_init.recording(list) below: with one replica, the sum over replicas is the value itself
+
+
 def _layers():
   return [FeedForwardNetworkNormalized(6, 5, data_init_scale=SCALE),
           Conv1DNetworkNormalized(6, 5, 3, causal=True, activation=None,
@@ -51,7 +54,7 @@ def test_a_layer_starts_at_zero_mean_and_the_scale_over_real_positions(index):
   layer = _layers()[index]
   layer.build()
   x, mask = _inputs()
-  with data_init.recording(data_init.local_sum) as init:
+  with data_init.recording(list) as init:
     y = layer(x * tf.cast(mask, tf.float32)[..., None] if index else x, padding_mask=mask)
   mean, std = _masked_moments(y, mask)
   np.testing.assert_allclose(mean, 0.0, atol=1e-4)
@@ -71,7 +74,7 @@ def test_mixed_precision_measures_in_float32():
   layer.build()
   x, mask = _inputs()
   x = tf.cast(x * tf.cast(mask, tf.float32)[..., None], tf.bfloat16)
-  with data_init.recording(data_init.local_sum) as init:
+  with data_init.recording(list) as init:
     y = layer(x, padding_mask=mask)
   assert y.dtype == tf.bfloat16 and y.shape[-1] == 5
   gain, bias = init.recorded(layer)
@@ -105,7 +108,7 @@ def test_layers_without_data_init_and_calls_outside_a_pass_are_untouched():
   opted = FeedForwardNetworkNormalized(6, 5, data_init_scale=SCALE)
   x, mask = _inputs()
   before = [plain(x, padding_mask=mask), opted(x, padding_mask=mask)]
-  with data_init.recording(data_init.local_sum) as init:
+  with data_init.recording(list) as init:
     inside = plain(x, padding_mask=mask)
   np.testing.assert_array_equal(inside, before[0])
   assert init.recorded(plain) is None
@@ -117,7 +120,7 @@ def test_a_layer_called_twice_records_once_and_reuses_its_values():
   layer = FeedForwardNetworkNormalized(6, 5, data_init_scale=SCALE)
   x, mask = _inputs()
   other, _ = _inputs(seed=1)
-  with data_init.recording(data_init.local_sum) as init:
+  with data_init.recording(list) as init:
     first = layer(x, padding_mask=mask)
     recorded = init.recorded(layer)
     second = layer(x, padding_mask=mask)
