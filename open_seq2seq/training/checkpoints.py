@@ -135,9 +135,12 @@ def named_variables(layers: dict[str, Any]) -> dict[str, Any]:
 
 def non_finite(variables: dict[str, Any]) -> list[str]:
   """Names of the floating-point variables of ``variables`` (name -> variable) holding a
-  NaN or an infinity."""
-  return [name for name, v in variables.items()
-          if tf.as_dtype(v.dtype).is_floating and not bool(tf.reduce_all(tf.math.is_finite(v)))]
+  NaN or an infinity. One read back from the device when all are finite (every save)."""
+  floating = {name: v for name, v in variables.items() if tf.as_dtype(v.dtype).is_floating}
+  if not floating:
+    return []
+  finite = tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in floating.values()]).numpy()
+  return [name for name, ok in zip(floating, finite) if not ok]
 
 
 def model_checkpoint_object(layers: dict[str, Any]) -> Any:
