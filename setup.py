@@ -18,7 +18,8 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["open_seq2seq", "open_seq2seq.*"]),
     include_package_data=True,
-    package_data={"open_seq2seq": ["test_utils/toy_speech_data/vocab.txt"]},
+    package_data={"open_seq2seq": ["test_utils/toy_speech_data/vocab.txt",
+                                    "test_utils/vocab_tts.txt"]},
     install_requires=[
         TENSORFLOW,
         "numpy",
@@ -28,6 +29,7 @@ setup(
         "tensorboard",  # tf.summary needs it; tensorflow-cpu does not pull it in
         "scipy",  # speech features
         "soundfile",  # speech audio I/O
+        "inflect",  # numbers to words in the speech-synthesis text cleaner (MIT licence)
     ],
     extras_require={
         "lm": ["kenlm"],  # n-gram LM fusion for CTC beam search (a pure-Python ARPA reader otherwise)

@@ -299,6 +299,7 @@ def _write_config(logdir: str, configs: dict[str, dict]) -> None:
 
 def _interactive_infer(evaluator: Any, model: Any, checkpoint: str) -> None:
   """Reads one input per line from stdin and prints the model's output for it."""
+  from open_seq2seq.outputs import OutputSink
   from open_seq2seq.training.evaluator import to_numpy
   tty = sys.stdin.isatty()
   restored = False
@@ -321,7 +322,9 @@ def _interactive_infer(evaluator: Any, model: Any, checkpoint: str) -> None:
       evaluator.ensure_variables(batch)
       evaluator.restore(checkpoint)
       restored = True
-    for text in model.interactive_lines(to_numpy(batch), evaluator.predict(batch)):
+    numpy_batch, outputs = to_numpy(batch), evaluator.predict(batch)
+    OutputSink(os.devnull).write(model.interactive_outputs(numpy_batch, outputs))
+    for text in model.interactive_lines(numpy_batch, outputs):
       print(text)
     sys.stdout.flush()
 

@@ -102,7 +102,24 @@ class WavFile:
     return 1
 
 
-InferenceOutput = TextLines | CsvRows | PickledObject | WavFile
+@dataclasses.dataclass
+class PngFile:
+  """An image ([height, width] or [height, width, channels], values in [0, 1]) as PNG."""
+
+  image: np.ndarray
+  path: str
+
+  def write(self, path: str) -> int:
+    import tensorflow as tf  # lazily: only models that draw need the encoder
+    image = np.asarray(self.image, np.float32)
+    image = image[..., None] if image.ndim == 2 else image
+    pixels = np.round(np.clip(image, 0.0, 1.0) * 255.0).astype(np.uint8)
+    with atomic_open(path, binary=True) as f:
+      f.write(tf.io.encode_png(pixels).numpy())
+    return 1
+
+
+InferenceOutput = TextLines | CsvRows | PickledObject | WavFile | PngFile
 
 
 class OutputSink:

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh machine (idempotent): the package with
 # its test extras, and the Debian packages the speech tests use (speech synthesis for the
-# synthetic corpus, real recordings for the real-speech check), and Open MPI + Horovod so the
+# synthetic corpus, real recordings for the real-speech check, the Asterisk prompts for the
+# speech-synthesis corpus), and Open MPI + Horovod so the
 # Horovod tests really run (see scripts/install_horovod.sh; skipped when already installed),
 # and Fashion-MNIST for the image learning test (scripts/get_fashion_mnist.sh), and the
 # novels and tweets of the language-model family (scripts/get_lm_data.sh), and the
 # English-Spanish Bible of the translation recipe (scripts/get_bible_en_es.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-APT_PACKAGES="espeak-ng flite pocketsphinx-testdata"
+APT_PACKAGES="espeak-ng flite pocketsphinx-testdata asterisk-core-sounds-en-wav asterisk-core-sounds-en"
 if ! dpkg -s $APT_PACKAGES >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq

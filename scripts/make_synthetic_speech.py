@@ -10,8 +10,17 @@ model of the training text for CTC decoding with a language model).
 
     python scripts/make_synthetic_speech.py --output_dir=data/synth --splits=train=400,test=40
 
+With ``--tts`` it builds a speech-synthesis corpus instead, in LJSpeech's layout
+(``wavs/<name>.wav`` and header-less ``<split>.csv`` lines ``name|raw text|normalized text``):
+one fixed espeak-ng voice (no noise, no gain change), clips trimmed of leading and trailing
+silence, at ``--sample_freq`` (22050 Hz by default), short sentences from built-in templates or
+``--text_file`` (helpers in tts_corpus.py).
+
+    python scripts/make_synthetic_speech.py --tts --output_dir=data/synth_tts \
+        --splits=train=300,val=20,test=20
+
 Needs the Debian packages espeak-ng and flite (installed with apt-get when missing and run
-as root).
+as root); ``--tts`` needs only espeak-ng.
 """
 
 from __future__ import annotations
@@ -29,7 +38,9 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import tts_corpus  # noqa: E402
 from open_seq2seq.data.speech2text.audio import read_audio  # noqa: E402
 from open_seq2seq.decoders.ctc_beam_search import write_arpa  # noqa: E402
 
@@ -162,6 +173,55 @@ def make_corpus(output_dir: str, splits: dict[str, int], words: list[str] | None
   return csv_paths
 
 
+def render_tts(text: str, path: str, voice: str, speed: int, pitch: int, sample_freq: int,
+               trim_db: float | None) -> float:
+  """Synthesizes ``text`` unaltered (no noise or gain), trims it, writes it; returns seconds."""
+  with tempfile.TemporaryDirectory() as tmp:
+    raw = os.path.join(tmp, "raw.wav")
+    synthesize(text, "espeak-ng", voice, speed, pitch, raw)
+    signal = read_audio(raw, sample_freq, resample=True)
+  if trim_db is not None:
+    signal = tts_corpus.trim_silence(signal, sample_freq, threshold_db=trim_db)
+  tts_corpus.write_wav(path, signal, sample_freq)
+  return len(signal) / sample_freq
+
+
+def make_tts_corpus(output_dir: str, splits: dict[str, int],
+                    text_lines: list[str] | None = None, min_words: int = 3,
+                    max_words: int = 10, voice: str = "en-us", speed: int = 160,
+                    pitch: int = 50, sample_freq: int = 22050, seed: int = 0,
+                    workers: int = 2, trim_db: float | None = -40.0) -> dict[str, str]:
+  """Writes a single-voice LJSpeech-layout corpus and returns ``{split: csv_path}``.
+
+  Every sentence is distinct, so val/test sentences never occur in train; the normalized
+  text is what espeak-ng speaks, so audio and normalized transcript agree word for word.
+  """
+  ensure_engines(["espeak-ng"])
+  rng = random.Random(seed)
+  total = sum(splits.values())
+  if text_lines is not None:
+    pool = tts_corpus.text_file_sentences(text_lines, min_words, max_words)
+    rng.shuffle(pool)
+    if len(pool) < total:
+      raise SystemExit(f"error: --text_file has {len(pool)} distinct usable lines of "
+                       f"{min_words}-{max_words} words; the splits need {total}")
+  else:
+    pool = tts_corpus.make_sentences(rng, total, min_words, max_words)
+  os.makedirs(os.path.join(output_dir, "wavs"), exist_ok=True)
+  csv_paths, start = {}, 0
+  for split, count in splits.items():
+    sentences, start = pool[start:start + count], start + count
+    names = [f"{split}-{i:05d}" for i in range(count)]
+    with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as executor:
+      list(executor.map(lambda job: render_tts(
+          job[0][1], os.path.join(output_dir, "wavs", job[1] + ".wav"), voice, speed, pitch,
+          sample_freq, trim_db), zip(sentences, names)))
+    csv_paths[split] = os.path.join(output_dir, f"{split}.csv")
+    tts_corpus.write_metadata(csv_paths[split], [(name, raw, normalized) for name, (raw, normalized)
+                                                 in zip(names, sentences)])
+  return csv_paths
+
+
 def parse_splits(text: str) -> dict[str, int]:
   splits = {}
   for part in text.split(","):
@@ -172,33 +232,61 @@ def parse_splits(text: str) -> dict[str, int]:
   return splits
 
 
+ASR_DEFAULTS = {"splits": "train=400,dev=40,test=40", "min_words": 2, "max_words": 4,
+                "sample_freq": 16000}
+TTS_DEFAULTS = {"splits": "train=300,val=20,test=20", "min_words": 3, "max_words": 10,
+                "sample_freq": 22050}
+
+
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--output_dir", required=True)
-  parser.add_argument("--splits", default="train=400,dev=40,test=40")
-  parser.add_argument("--words", default=",".join(DIGITS),
-                      help="comma-separated vocabulary of the random sentences")
-  parser.add_argument("--text_file", help="one sentence per line (instead of --words)")
-  parser.add_argument("--min_words", type=int, default=2)
-  parser.add_argument("--max_words", type=int, default=4)
-  parser.add_argument("--engines", default="espeak-ng,flite")
-  parser.add_argument("--voices", help="comma-separated subset of the voices")
-  parser.add_argument("--sample_freq", type=int, default=16000)
+  parser.add_argument("--tts", action="store_true",
+                      help="write a single-voice speech-synthesis corpus (LJSpeech layout)")
+  parser.add_argument("--splits", help=f"default {ASR_DEFAULTS['splits']} "
+                      f"(--tts: {TTS_DEFAULTS['splits']})")
+  parser.add_argument("--words", help="comma-separated vocabulary of the random sentences "
+                      "(default: the digits; not with --tts)")
+  parser.add_argument("--text_file", help="one sentence per line (instead of --words or, with "
+                      "--tts, the built-in templates; --tts keeps lines of "
+                      "--min_words..--max_words words)")
+  parser.add_argument("--min_words", type=int, help="default 2 (--tts: 3)")
+  parser.add_argument("--max_words", type=int, help="default 4 (--tts: 10)")
+  parser.add_argument("--engines", help="default espeak-ng,flite (not with --tts)")
+  parser.add_argument("--voices", help="comma-separated subset of the voices (not with --tts)")
+  parser.add_argument("--sample_freq", type=int, help="default 16000 (--tts: 22050)")
+  parser.add_argument("--trim_db", type=float, default=-40.0,
+                      help="--tts: trim leading/trailing audio this far below the loudest frame")
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--workers", type=int, default=2)
   parser.add_argument("--lm", action="store_true", help="also write a bigram lm.arpa")
   args = parser.parse_args(argv)
+  defaults = TTS_DEFAULTS if args.tts else ASR_DEFAULTS
+  for key, value in defaults.items():
+    if getattr(args, key) is None:
+      setattr(args, key, value)
   text_lines = None
   if args.text_file:
     with open(args.text_file, encoding="utf-8") as f:
       text_lines = f.read().splitlines()
-  paths = make_corpus(args.output_dir, parse_splits(args.splits),
-                      words=[w.strip() for w in args.words.split(",") if w.strip()],
-                      text_lines=text_lines, min_words=args.min_words,
-                      max_words=args.max_words, engines=tuple(args.engines.split(",")),
-                      voices=args.voices.split(",") if args.voices else None,
-                      sample_freq=args.sample_freq, seed=args.seed, workers=args.workers,
-                      lm=args.lm)
+  if args.tts:
+    for option in ("words", "engines", "voices", "lm"):
+      if getattr(args, option):
+        parser.error(f"--{option} applies to speech-recognition corpora, not --tts")
+    paths = make_tts_corpus(args.output_dir, parse_splits(args.splits), text_lines=text_lines,
+                            min_words=args.min_words, max_words=args.max_words,
+                            sample_freq=args.sample_freq, seed=args.seed,
+                            workers=args.workers, trim_db=args.trim_db)
+  else:
+    words = args.words or ",".join(DIGITS)
+    paths = make_corpus(args.output_dir, parse_splits(args.splits),
+                        words=[w.strip() for w in words.split(",") if w.strip()],
+                        text_lines=text_lines, min_words=args.min_words,
+                        max_words=args.max_words,
+                        engines=tuple((args.engines or "espeak-ng,flite").split(",")),
+                        voices=args.voices.split(",") if args.voices else None,
+                        sample_freq=args.sample_freq, seed=args.seed, workers=args.workers,
+                        lm=args.lm)
   for split, path in paths.items():
     print(f"{split}: {path}")
   return 0

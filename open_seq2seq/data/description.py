@@ -10,7 +10,7 @@ into its ``params``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping
+from typing import Any, Mapping
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,3 +109,19 @@ class LMDescription(DataDescription):
     if self.class_names is not None and 0 <= label < len(self.class_names):
       return self.class_names[label]
     return str(label)
+
+
+@dataclasses.dataclass(frozen=True)
+class Text2SpeechDescription(DataDescription):
+  """Symbol ids in, spectrogram frames out.
+
+  Attributes:
+    src_vocab_size: input symbols (``<p>``, ``<s>``, ``</s>``, characters, phonemes).
+    idx2symbol: the symbol of each id.
+    features: a :class:`~open_seq2seq.data.text2speech.features.SpectrogramFeatures`: the
+      frame layout (mel / magnitude counts) and how frames turn back into audio.
+  """
+
+  src_vocab_size: int
+  idx2symbol: tuple[str, ...]
+  features: Any

@@ -7,8 +7,10 @@ from open_seq2seq.decoders.fc_classifier import FullyConnectedDecoder
 from open_seq2seq.decoders.fc_decoders import FullyConnectedCTCDecoder
 from open_seq2seq.decoders.rnn_decoders import (BeamSearchRNNDecoderWithAttention,
                                                 RNNDecoderWithAttention)
+from open_seq2seq.decoders.tacotron2_decoder import Tacotron2Decoder
 from open_seq2seq.decoders.transformer_decoder import TransformerDecoder
 
 __all__ = ["Decoder", "TransformerDecoder", "FullyConnectedCTCDecoder",
            "FullyConnectedDecoder", "FakeDecoder", "ConvS2SDecoder",
-           "RNNDecoderWithAttention", "BeamSearchRNNDecoderWithAttention"]
+           "RNNDecoderWithAttention", "BeamSearchRNNDecoderWithAttention",
+           "Tacotron2Decoder"]

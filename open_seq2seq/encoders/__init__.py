@@ -9,9 +9,11 @@ from open_seq2seq.encoders.resnet_encoder import ResNetEncoder
 from open_seq2seq.encoders.rnn_encoders import (BidirectionalRNNEncoderWithEmbedding,
                                                 GNMTLikeEncoderWithEmbedding,
                                                 UnidirectionalRNNEncoderWithEmbedding)
+from open_seq2seq.encoders.tacotron2_encoder import Tacotron2Encoder
 from open_seq2seq.encoders.tdnn_encoder import TDNNEncoder
 from open_seq2seq.encoders.transformer_encoder import TransformerEncoder
 
 __all__ = ["Encoder", "TransformerEncoder", "DeepSpeech2Encoder", "TDNNEncoder", "ResNetEncoder",
            "CNNEncoder", "LMEncoder", "UnidirectionalRNNEncoderWithEmbedding",
-           "BidirectionalRNNEncoderWithEmbedding", "GNMTLikeEncoderWithEmbedding", "ConvS2SEncoder"]
+           "BidirectionalRNNEncoderWithEmbedding", "GNMTLikeEncoderWithEmbedding", "ConvS2SEncoder",
+           "Tacotron2Encoder"]

@@ -131,6 +131,9 @@ class Model(Configurable):
                worker_id: int = 0):
     self.params = params
     self.mode = mode
+    #: The optimizer's update counter (a variable) while training, else None: for a family
+    #: whose loss follows a schedule (guided attention's weight). Set by the train step.
+    self.training_step: tf.Variable | None = None
     self._variables_created = False
     # The data layer comes first: its description carries the vocabulary sizes (and
     # alphabets, feature counts) that the encoder, decoder and loss are built with.
@@ -320,6 +323,11 @@ class Model(Configurable):
 
   def infer(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
     """Per-example inference results ``[(id, result), ...]`` gathered across workers."""
+    return []
+
+  def interactive_outputs(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
+                          ) -> list[InferenceOutput]:
+    """Files ``interactive_infer`` writes for the batch (e.g. synthesized audio); none here."""
     return []
 
   def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]

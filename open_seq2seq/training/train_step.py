@@ -107,6 +107,7 @@ class TrainStep:
       self.variables = self._select_trainable(is_chief)
       self.updated = Float32Update(self.variables)
       self.optimizer.build(self.updated.targets)
+    self.model.training_step = self.optimizer.iterations
     self.backend.broadcast_variables(self.model.variables + list(self.optimizer.variables))
     if is_chief and "larc_summaries" in self.summary_names and self.larc_params is None:
       log("warning: summaries has 'larc_summaries' but larc_params is not set: nothing to write")

@@ -1,0 +1,1 @@
+"""Speech synthesis data: text cleaning and encoding (characters and ARPAbet phonemes)."""

@@ -1,0 +1,194 @@
+"""Text2Speech: Tacotron-style speech synthesis (text in, spectrogram and audio out)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from open_seq2seq.data.description import DataDescription, Text2SpeechDescription
+from open_seq2seq.errors import ConfigError
+from open_seq2seq.models.model import Model
+from open_seq2seq.outputs import (AudioSample, CsvRows, ImageSample, InferenceOutput, PngFile,
+                                  WavFile)
+from open_seq2seq.parts.tacotron.alignment import (alignment_image, band_mass, focus_rate,
+                                                   spectrogram_image)
+
+#: Griffin-Lim iterations for TensorBoard clips (quick) and for written audio.
+SUMMARY_GL_ITERS, INFER_GL_ITERS = 30, 60
+#: A free-running sequence "stops right" when its length is within this share of the truth.
+STOP_TOLERANCE = 0.2
+
+
+class Text2Speech(Model):
+  """Speech synthesis model family.
+
+  Eval runs the teacher-forced loss and, on the same batch, free-running synthesis, and
+  reports the alignment of both: ``band_mass`` / ``focus_rate`` (teacher forced),
+  ``free_band_mass`` (free running) and ``stop_accuracy`` (share of utterances whose free-
+  running length is within 20 % of the true one); see ``parts/tacotron/alignment.py``. The
+  best checkpoint is the lowest eval loss. Infer writes one WAV per input line (Griffin-Lim)
+  and its alignment as a PNG into ``<logdir>/infer_audio/``, and a CSV of what it wrote to
+  ``--infer_output_file``; ``interactive_infer`` writes a WAV per typed sentence.
+
+  During training the loss gets the update counter (guided attention's weight schedule).
+  """
+
+  predictions_from_loss_pass = False
+
+  # ------------------------------------------------------------------ wiring
+  def component_kwargs(self, slot: str, description: DataDescription) -> dict[str, Any]:
+    if not isinstance(description, Text2SpeechDescription):
+      raise ConfigError(f"data_layer: Text2Speech needs a data layer describing speech "
+                        f"synthesis (Text2SpeechDescription), got {type(description).__name__}")
+    f = description.features
+    # The decoder predicts mel frames (or magnitude frames when that is the only output).
+    predicted = f.num_mel if f.num_mel else f.num_magnitude
+    magnitude = f.num_magnitude if f.num_mel else 0
+    if slot == "encoder":
+      return {"src_vocab_size": description.src_vocab_size}
+    sizes = {"num_mel_features": predicted, "num_magnitude_features": magnitude}
+    if slot == "decoder":
+      return dict(sizes, exp_mag=f.exp_mag)
+    return dict(sizes, reduction_factor=getattr(self.decoder, "r", 1))
+
+  @property
+  def features(self):
+    return self.description.features
+
+  # ------------------------------------------------------------------ computation
+  def compute_loss(self, batch: dict, training: bool) -> tuple[tf.Tensor, tf.Tensor, dict]:
+    decoder_output = self.forward(batch, training)
+    loss_input = {"decoder_output": decoder_output, "target_tensors": batch["target_tensors"]}
+    if training and self.training_step is not None:
+      loss_sum, weight = self.loss.compute_loss(loss_input, step=self.training_step)
+    else:
+      loss_sum, weight = self.loss.compute_loss(loss_input)
+    return tf.cast(loss_sum, tf.float32), tf.cast(weight, tf.float32), decoder_output
+
+  def eval_outputs(self, batch: dict) -> dict:
+    """The free-running predictions plus the teacher-forced alignments and loss."""
+    out = {"predictions": self.predict(batch)}
+    if "target_tensors" in batch and self.loss is not None:
+      out["loss_sum"], out["weight"], forced = self.compute_loss(batch, training=False)
+      out["predictions"] = dict(out["predictions"], forced_alignments=forced["alignments"])
+    return out
+
+  # ------------------------------------------------------------------ numpy helpers
+  def _steps(self, frames: int) -> int:
+    return -(-int(frames) // getattr(self.decoder, "r", 1))
+
+  def _text(self, ids: np.ndarray, length: int) -> str:
+    return self.data_layer.text.decode([int(i) for i in ids[:length]])
+
+  def _audio(self, spectrogram: np.ndarray, magnitude: np.ndarray | None, length: int,
+             iters: int) -> np.ndarray:
+    mag = None if magnitude is None else magnitude[None, :length]
+    wave = self.features.to_audio(spectrogram[None, :length], mag, num_iters=iters)[0].numpy()
+    peak = float(np.max(np.abs(wave))) if wave.size else 0.0
+    return wave / peak * 0.9 if peak > 0 else wave
+
+  # ------------------------------------------------------------------ family hooks
+  def format_samples(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                     max_samples: int = 1) -> list[str]:
+    ids, text_lengths = batch["source_tensors"]
+    lines = []
+    for b in range(min(max_samples, len(ids))):
+      line = f"Sample text: {self._text(ids[b], text_lengths[b])}"
+      frames = int(outputs["final_sequence_lengths"][b])
+      if "target_tensors" in batch:
+        line += f" | frames predicted {frames}, true {int(batch['target_tensors'][2][b])}"
+      lines.append(line)
+    return lines
+
+  def sample_summaries(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
+                       ) -> list:
+    ids, text_lengths = batch["source_tensors"]
+    frames = int(outputs["final_sequence_lengths"][0])
+    symbols = int(outputs["src_length"][0])
+    spec = outputs["spectrogram"][0]
+    mag = outputs["magnitude"][0] if "magnitude" in outputs else None
+    items = [ImageSample("alignment", alignment_image(outputs["alignments"][0],
+                                                      self._steps(frames), symbols)),
+             ImageSample("spectrogram", spectrogram_image(spec, frames))]
+    if "forced_alignments" in outputs and "target_tensors" in batch:
+      true = int(batch["target_tensors"][2][0])
+      items.append(ImageSample("teacher_forced_alignment", alignment_image(
+          outputs["forced_alignments"][0], self._steps(true), symbols)))
+    if frames > 1:
+      items.append(AudioSample("audio", self._audio(spec, mag, frames, SUMMARY_GL_ITERS),
+                               self.features.sample_rate))
+    return items
+
+  def evaluate(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
+    """Per utterance: (id, (band mass, focus rate, free band mass, stopped right))."""
+    results = []
+    true_lengths = batch["target_tensors"][2]
+    for b, index in enumerate(batch["id"]):
+      symbols = int(outputs["src_length"][b])
+      true_steps = self._steps(true_lengths[b])
+      free_frames = int(outputs["final_sequence_lengths"][b])
+      forced = outputs.get("forced_alignments")
+      tf_band = band_mass(forced[b], true_steps, symbols) if forced is not None else np.nan
+      tf_focus = focus_rate(forced[b], true_steps, symbols) if forced is not None else np.nan
+      free_band = band_mass(outputs["alignments"][b], self._steps(free_frames), symbols)
+      stopped = abs(free_frames - int(true_lengths[b])) <= STOP_TOLERANCE * int(true_lengths[b])
+      results.append((int(index), (tf_band, tf_focus, free_band, float(stopped))))
+    return results
+
+  def finalize_evaluation(self, results: list) -> dict[str, float]:
+    if not results:
+      return {}
+    values = np.array([r for _, r in results], np.float64)
+    names = ("band_mass", "focus_rate", "free_band_mass", "stop_accuracy")
+    return {name: float(np.nanmean(values[:, i])) for i, name in enumerate(names)}
+
+  def infer(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
+    """Per input: (id, (spectrogram, magnitude or None, alignments, symbols))."""
+    results = []
+    for b, index in enumerate(batch["id"]):
+      frames = int(outputs["final_sequence_lengths"][b])
+      steps = self._steps(frames)
+      mag = outputs["magnitude"][b][:frames] if "magnitude" in outputs else None
+      results.append((int(index), (outputs["spectrogram"][b][:frames], mag,
+                                   outputs["alignments"][b][:steps],
+                                   int(outputs["src_length"][b]))))
+    return results
+
+  def _synthesis_outputs(self, results: list, directory: str) -> tuple[list, list]:
+    layer, rate = self.data_layer, self.features.sample_rate
+    files, rows = [], []
+    for index, (spec, mag, aligns, symbols) in sorted(results, key=lambda r: r[0]):
+      name = os.path.basename(layer.names[index]) if index < len(layer.names) else str(index)
+      wav = os.path.join(directory, f"{name}.wav")
+      png = os.path.join(directory, f"{name}_alignment.png")
+      audio = self._audio(spec, mag, len(spec), INFER_GL_ITERS)
+      files += [WavFile(audio, rate, wav),
+                PngFile(alignment_image(aligns, len(aligns), symbols), png)]
+      rows.append((index, (layer.names[index], layer.transcripts[index], wav,
+                           f"{len(audio) / rate:.2f}")))
+    return files, rows
+
+  def finalize_inference(self, results: list) -> list[InferenceOutput]:
+    directory = os.path.join(self.params["logdir"], "infer_audio")
+    files, rows = self._synthesis_outputs(results, directory)
+    return files + [CsvRows(rows, columns=("name", "transcript", "wav_path", "seconds"))]
+
+  def interactive_outputs(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
+                          ) -> list[InferenceOutput]:
+    directory = os.path.join(self.params["logdir"], "interactive_audio")
+    files, _ = self._synthesis_outputs(self.infer(batch, outputs), directory)
+    return files
+
+  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
+                        ) -> list[str]:
+    lines = []
+    for b in range(len(batch["id"])):
+      frames = int(outputs["final_sequence_lengths"][b])
+      seconds = frames * self.features.hop_length / self.features.sample_rate
+      name = self.data_layer.names[int(batch["id"][b])]
+      path = os.path.join(self.params["logdir"], "interactive_audio", f"{name}.wav")
+      lines.append(f"{path} ({seconds:.2f} s)")
+    return lines

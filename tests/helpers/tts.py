@@ -1,0 +1,46 @@
+"""Tiny speech-synthesis corpora (LJSpeech layout) made at test time."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from tests.helpers.speech import load_script, tone
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VOCAB = os.path.join(ROOT, "open_seq2seq", "test_utils", "vocab_tts.txt")
+CONFIG_DIR = os.path.join(ROOT, "example_configs", "text2speech")
+
+
+def write_corpus(directory: str, transcripts: list[str], durations: list[float],
+                 sample_rate: int = 16000, name: str = "train.csv") -> str:
+  """Tones of the given durations as ``wavs/utt<i>.wav`` and a ``name|raw|normalized`` CSV;
+  returns the CSV's path."""
+  import soundfile
+  os.makedirs(os.path.join(directory, "wavs"), exist_ok=True)
+  lines = []
+  for i, (text, seconds) in enumerate(zip(transcripts, durations)):
+    samples = tone(seconds, 300.0 + 60.0 * i, sample_rate, seed=i)
+    soundfile.write(os.path.join(directory, "wavs", f"utt{i}.wav"), samples, sample_rate,
+                    subtype="PCM_16")
+    lines.append(f"utt{i}|{text}|{text.lower()}")
+  path = os.path.join(directory, name)
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join(lines) + "\n")
+  return path
+
+
+def example_config_overrides(directory: str) -> tuple[list[str], int]:
+  """Text2Speech family: four short clips serve every mode, two per step (the model keeps the
+  config's size). Returns the run.py overrides and the number of utterances."""
+  transcripts = ["One two.", "Three!", "Four, five?", "Six"]
+  csv_path = write_corpus(directory, transcripts, durations=[0.5, 0.3, 0.45, 0.25])
+  return ([f"--data_layer_params/dataset_files=['{csv_path}']",
+           f"--data_layer_params/dataset_location={directory}", "--batch_size_per_gpu=2"],
+          len(transcripts))
+
+
+def make_synthetic_corpus(directory: str, splits: dict[str, int], seed: int = 0) -> dict:
+  """The espeak-ng single-voice corpus of scripts/make_synthetic_speech.py --tts."""
+  return load_script("make_synthetic_speech").make_tts_corpus(directory, splits, seed=seed)
