@@ -45,10 +45,8 @@ from open_seq2seq.utils import porting  # noqa: E402  pylint: disable=wrong-impo
 FAMILIES = {
     "translation RNN/ConvS2S (issue 11)": ("GNMTLikeEncoderWithEmbedding_cuDNN",),
     "TTS (issue 12)": (
-        "Text2Speech", "Text2SpeechTacotron", "Text2SpeechCentaur", "Text2SpeechWavenet",
-        "Tacotron2Encoder", "Tacotron2Decoder", "CentaurEncoder", "CentaurDecoder",
-        "WavenetEncoder", "Text2SpeechDataLayer", "WavenetDataLayer", "Text2SpeechLoss",
-        "WavenetLoss"),
+        "Text2SpeechCentaur", "Text2SpeechWavenet", "CentaurEncoder", "CentaurDecoder",
+        "WavenetEncoder", "WavenetDataLayer", "WavenetLoss"),
     "LM (issue 13)": (
         "LSTMLM", "LMEncoder", "WKTDataLayer", "IMDBDataLayer", "SSTDataLayer",
         "WeightDropLayerNormBasicLSTMCell", "BasicSampledSequenceLoss",

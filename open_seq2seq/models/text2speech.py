@@ -161,13 +161,14 @@ class Text2Speech(Model):
     layer, rate = self.data_layer, self.features.sample_rate
     files, rows = [], []
     for index, (spec, mag, aligns, symbols) in sorted(results, key=lambda r: r[0]):
-      name = os.path.basename(layer.names[index]) if index < len(layer.names) else str(index)
+      known = index < len(layer.names)
+      name = os.path.basename(layer.names[index]) if known else str(index)
       wav = os.path.join(directory, f"{name}.wav")
       png = os.path.join(directory, f"{name}_alignment.png")
       audio = self._audio(spec, mag, len(spec), INFER_GL_ITERS)
       files += [WavFile(audio, rate, wav),
                 PngFile(alignment_image(aligns, len(aligns), symbols), png)]
-      rows.append((index, (layer.names[index], layer.transcripts[index], wav,
+      rows.append((index, (name, layer.transcripts[index] if known else "", wav,
                            f"{len(audio) / rate:.2f}")))
     return files, rows
 
@@ -192,3 +193,7 @@ class Text2Speech(Model):
       path = os.path.join(self.params["logdir"], "interactive_audio", f"{name}.wav")
       lines.append(f"{path} ({seconds:.2f} s)")
     return lines
+
+
+class Text2SpeechTacotron(Text2Speech):
+  """OpenSeq2Seq's later name of the Tacotron model (its configs use either name)."""

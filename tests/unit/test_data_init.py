@@ -1,6 +1,7 @@
 """Data-dependent initialization of weight-normalized layers (Salimans & Kingma 2016): the
 layers, the pass, the model's hook and the train step that assigns the values."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -184,6 +185,9 @@ def _train_step(model, batch):
 
 def test_every_layer_starts_normalized_on_what_the_layers_below_give_it(tmp_path,
                                                                         monkeypatch):
+  # Seeded: with an unlucky draw one channel's variance is small enough for the epsilon to
+  # shrink it past the 1 % tolerance (seen once in ~10 unseeded runs).
+  keras.utils.set_random_seed(1)
   model = _model(tmp_path, "data")
   batch = _batch()
   step = _train_step(model, batch)

@@ -253,7 +253,7 @@ def test_check_script_classifies(tmp_path):
                                                       '"max_steps": 20, "no_such_key": 1,'))
   (tmp_path / "missing.py").write_text(TF1_CONFIG.replace(
       "from open_seq2seq.encoders import TransformerEncoder",
-      "from open_seq2seq.encoders import TransformerEncoder, Tacotron2Encoder"))
+      "from open_seq2seq.encoders import TransformerEncoder, CentaurEncoder"))
   results = {name: check.check_config(str(tmp_path / name), str(tmp_path / "out" / name))
              for name in ("good.py", "gap.py", "missing.py")}
   assert results["good.py"]["result"] == "loads"

@@ -9,8 +9,6 @@ from open_seq2seq.decoders.tacotron2_decoder import Tacotron2Decoder
 from open_seq2seq.encoders.tacotron2_encoder import Tacotron2Encoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.losses.text2speech_loss import Text2SpeechLoss
-from open_seq2seq.parts.tacotron.alignment import (alignment_image, band_mass, focus_rate,
-                                                   spectrogram_image)
 from open_seq2seq.parts.tacotron.attention import LocationSensitiveAttention
 from open_seq2seq.parts.tacotron.cells import ZoneoutLSTMCell
 from open_seq2seq.parts.tacotron.guided_attention import guided_attention_penalty
@@ -96,18 +94,13 @@ def test_zoneout_cell_in_keras_rnn_equals_keras_lstm():  # state order (h, c) as
   np.testing.assert_allclose(out, lstm(x).numpy(), atol=1e-5)
 
 
-def test_zoneout_inference_is_the_expectation():
+def test_zoneout_is_the_expectation_at_inference_and_old_or_new_in_training():
   p = 0.3
   cell, (x, h, c), (new_h, new_c) = cell_and_reference(p)
   out, (h1, c1) = cell(x, [h, c], training=False)
   np.testing.assert_allclose(h1, p * h.numpy() + (1 - p) * new_h, atol=1e-6)
   np.testing.assert_allclose(c1, p * c.numpy() + (1 - p) * new_c, atol=1e-6)
   np.testing.assert_allclose(out, h1)
-
-
-def test_zoneout_training_keeps_each_unit_old_or_new():
-  p = 0.3
-  cell, (x, h, c), (new_h, new_c) = cell_and_reference(p)
   _, (h1, c1) = cell(x, [h, c], training=True)
   for got, old, new in ((h1.numpy(), h.numpy(), new_h), (c1.numpy(), c.numpy(), new_c)):
     kept, updated = np.isclose(got, old, atol=1e-6), np.isclose(got, new, atol=1e-6)
@@ -162,7 +155,8 @@ def run_encoder(enc, ids, lengths, training=False):
 @pytest.mark.parametrize("params", [{}, {"zoneout_prob": 0.1, "num_rnn_layers": 2},
                                     {"zoneout_prob": 0.1, "rnn_unidirectional": True},
                                     {"rnn_type": "gru", "rnn_dropout_prob": 0.3},
-                                    {"rnn_unidirectional": True}])
+                                    {"rnn_unidirectional": True}],
+                         ids=["lstm", "zoneout", "zoneout_uni", "gru", "lstm_uni"])
 def test_encoder_shape_and_padding_invariance(params):
   enc = encoder(**params)
   ids = rng(5).integers(3, VOCAB, size=(2, 9))  # garbage ids in the padding
@@ -230,22 +224,41 @@ def test_teacher_forced_shapes_and_mask(r):
   assert np.any(out["decoder_spectrogram"].numpy()[1, 7:] != 0)
 
 
-def test_teacher_forcing_reads_the_last_frame_of_each_group():
+def test_teacher_forcing_reads_the_last_frame_of_each_group_and_ignores_padding():
   dec = decoder(reduction_factor=3, prenet_dropout_prob=0.0)
-  spec, stop, lengths = targets([10, 10], 10)
+  spec, stop, lengths = targets([10, 7], 10)
 
-  def run(spec):
-    return dec({"encoder_output": encoded([5, 3]), "target_tensors": (spec, stop, lengths)}
-               )["decoder_spectrogram"].numpy()
+  def run(spec, stop=stop, lengths=lengths, enc=encoded([5, 3])):
+    out = dec({"encoder_output": enc, "target_tensors": (spec, stop, lengths)})
+    return out["decoder_spectrogram"].numpy(), out["spectrogram"].numpy()
 
-  base = run(spec)
+  base, post = run(spec)
   changed = spec.numpy().copy()
   changed[:, 4] += 5.0  # not the last frame of a group: never read
-  np.testing.assert_allclose(run(tf.constant(changed)), base, atol=1e-6)
+  np.testing.assert_allclose(run(tf.constant(changed))[0], base, atol=1e-6)
   changed[:, 5] += 5.0  # the last of group 2 feeds step 3 (frames 6..8) and later
-  moved = run(tf.constant(changed))
+  moved = run(tf.constant(changed))[0]
   np.testing.assert_allclose(moved[:, :6], base[:, :6], atol=1e-6)
   assert not np.allclose(moved[:, 6:], base[:, 6:])
+  enc = encoded([5, 3])  # the shorter utterance alone: as in the batch
+  alone = run(spec[1:, :7], stop[1:, :7], lengths[1:],
+              {"outputs": enc["outputs"][1:, :3], "src_length": enc["src_length"][1:]})
+  np.testing.assert_allclose(alone[0][0], base[1, :7], atol=1e-5)
+  np.testing.assert_allclose(alone[1][0], post[1, :7], atol=1e-5)
+
+
+def test_decoder_under_mixed_precision():
+  dec = Tacotron2Decoder({**DECODER, "reduction_factor": 2}, mode="eval", dtype="mixed_bfloat16",
+                         num_mel_features=MEL, num_magnitude_features=4)
+  tgt = targets([8, 5], 8, MEL + 4)
+  for inputs in ({"target_tensors": tgt}, {}):
+    out = dec({"encoder_output": encoded([5, 3]), **inputs}, training=bool(inputs))
+    assert out["spectrogram"].dtype == out["magnitude"].dtype == tf.bfloat16
+    assert out["alignments"].dtype == out["stop_token_logits"].dtype == tf.float32
+  loss = Text2SpeechLoss({}, num_mel_features=MEL, num_magnitude_features=4, reduction_factor=2)
+  out = dec({"encoder_output": encoded([5, 3]), "target_tensors": tgt}, training=True)
+  total, _ = loss.compute_loss({"decoder_output": out, "target_tensors": tgt})
+  assert total.dtype == tf.float32 and np.isfinite(total.numpy())
 
 
 def free_run(dec, lengths, bias, values=None):
@@ -260,26 +273,18 @@ def free_run(dec, lengths, bias, values=None):
   return {k: v.numpy() for k, v in dec({"encoder_output": enc}).items()}
 
 
-@pytest.mark.parametrize("r", [1, 3])
-def test_free_running_stops_at_once_with_a_positive_stop_bias(r):
-  out = free_run(decoder(reduction_factor=r), [5, 3], [50.0] * r)
-  assert out["final_sequence_lengths"].tolist() == [1, 1]
-  assert out["spectrogram"].shape == (2, r, MEL) and out["alignments"].shape == (2, 1, 5)
-  assert np.all(out["spectrogram"][:, 1:] == 0) and np.any(out["spectrogram"][:, 0] != 0)
-
-
-def test_free_running_stop_inside_a_group():
-  out = free_run(decoder(reduction_factor=3), [5, 3], [-50.0, 50.0, 50.0])
-  assert out["final_sequence_lengths"].tolist() == [2, 2]
-
-
-@pytest.mark.parametrize("r", [1, 3])
-def test_free_running_runs_to_the_frame_limit(r):
-  out = free_run(decoder(reduction_factor=r), [5, 3], [-50.0] * r)
-  steps = int(np.ceil(2.0 * 5 / r))
-  assert out["final_sequence_lengths"].tolist() == [steps * r] * 2
+@pytest.mark.parametrize("r,bias,length,steps", [
+    (1, [50.0], 1, 1), (3, [50.0] * 3, 1, 1),  # stops at once: the first frame
+    (3, [-50.0, 50.0, 50.0], 2, 1),  # the first frame whose stop token fires, included
+    (1, [-50.0], 10, 10), (3, [-50.0] * 3, 12, 4)])  # never: 2 frames per symbol x 5 symbols
+def test_free_running_stops_at_the_stop_token_or_the_frame_limit(r, bias, length, steps):
+  out = free_run(decoder(reduction_factor=r), [5, 3], bias)
+  assert out["final_sequence_lengths"].tolist() == [length, length]
   assert out["spectrogram"].shape == (2, steps * r, MEL)
-  assert out["alignments"].shape == (2, steps, 5) and out["stop_token_logits"].shape == (2, steps * r)
+  assert out["alignments"].shape == (2, steps, 5)
+  assert out["stop_token_logits"].shape == (2, steps * r)
+  assert np.all(out["spectrogram"][:, length:] == 0)
+  assert np.all(out["spectrogram"][:, :length] != 0)
 
 
 def test_free_running_stops_each_sequence_on_its_own():
@@ -329,13 +334,10 @@ def test_decoder_in_tf_function_with_variable_shapes():
   graph_forced = tf.function(forced, input_signature=spec + tgt, autograph=False)
   graph_free = tf.function(free, input_signature=spec, autograph=False)
   for src, frames in (([5, 3], [7, 4]), ([4, 2, 6], [9, 9, 3])):
-    enc, tgts = encoded(src), targets(frames, max(frames))
-    got = graph_forced(enc["outputs"], enc["src_length"], *tgts)
-    np.testing.assert_allclose(got, forced(enc["outputs"], enc["src_length"], *tgts), atol=1e-5)
-    spectrogram, lengths = graph_free(enc["outputs"], enc["src_length"])
-    eager = free(enc["outputs"], enc["src_length"])
-    np.testing.assert_allclose(spectrogram, eager[0], atol=1e-5)
-    assert lengths.numpy().tolist() == eager[1].numpy().tolist()
+    args = (*encoded(src).values(), *targets(frames, max(frames)))
+    np.testing.assert_allclose(graph_forced(*args), forced(*args), atol=1e-5)
+    for got, want in zip(graph_free(*args[:2]), free(*args[:2])):
+      np.testing.assert_allclose(got, want, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------- guided attention
@@ -377,18 +379,21 @@ def loss_case(num_mag=0, r=1, seed=8):
   return {"decoder_output": out, "target_tensors": (spec, stop, lengths)}
 
 
-def np_loss(case, num_mag=0, l1=False, mask=True, mel_w=1.0, mag_w=1.0, stop_w=1.0):
+def np_loss(case, params=None, num_mag=0):
+  p = {"l1_norm": False, "use_mask": True, "mel_weight": 1.0, "mag_weight": 1.0,
+       "stop_token_weight": 1.0, "scale": 1.0, **(params or {})}
   out, (spec, stop, lengths) = case["decoder_output"], case["target_tensors"]
-  err = (lambda d: np.abs(d)) if l1 else np.square
-  mel = spec[..., :MEL]
-  per = mel_w * (err(out["decoder_spectrogram"] - mel).mean(-1) +
-                 err(out["spectrogram"] - mel).mean(-1))
+  err, mel = (np.abs if p["l1_norm"] else np.square), spec[..., :MEL]
+  per = p["mel_weight"] * (err(out["decoder_spectrogram"] - mel).mean(-1) +
+                           err(out["spectrogram"] - mel).mean(-1))
   if num_mag:
-    per += mag_w * err(out["magnitude"] - spec[..., MEL:]).mean(-1)
-  z = out["stop_token_logits"].astype(np.float64)
-  per += stop_w * (np.maximum(z, 0) - z * stop + np.log1p(np.exp(-np.abs(z))))
-  weights = (np.arange(spec.shape[1])[None] < lengths[:, None]) if mask else np.ones(per.shape)
-  return float((per * weights).sum()), float(weights.sum())
+    per += p["mag_weight"] * err(out["magnitude"] - spec[..., MEL:]).mean(-1)
+  z = out["stop_token_logits"].astype(np.float64)  # stable BCE with logits
+  per += p["stop_token_weight"] * (np.maximum(z, 0) - z * stop + np.log1p(np.exp(-np.abs(z))))
+  weights = np.ones_like(per)
+  if p["use_mask"]:
+    weights = (np.arange(spec.shape[1])[None] < lengths[:, None]).astype(np.float64)
+  return float((per * weights).sum()) * p["scale"], float(np.sum(weights))
 
 
 @pytest.mark.parametrize("params,num_mag", [
@@ -399,11 +404,9 @@ def test_loss_equals_a_hand_computation(params, num_mag):
   case = loss_case(num_mag)
   loss = Text2SpeechLoss(params, num_mel_features=MEL, num_magnitude_features=num_mag)
   total, weight = loss.compute_loss(case)
-  want, want_weight = np_loss(case, num_mag, params.get("l1_norm", False),
-                              params.get("use_mask", True), params.get("mel_weight", 1.0),
-                              params.get("mag_weight", 1.0), params.get("stop_token_weight", 1.0))
-  assert float(weight) == want_weight
-  assert float(total) == pytest.approx(want * params.get("scale", 1.0), rel=1e-5)
+  want, want_weight = np_loss(case, params, num_mag)
+  assert float(weight) == want_weight == (8.0 if params.get("use_mask") is False else 6.0)
+  assert float(total) == pytest.approx(want, rel=1e-5)
 
 
 @pytest.mark.parametrize("r", [1, 3])
@@ -424,30 +427,3 @@ def test_guided_term_only_in_training_and_decaying(r):
                              reduction_factor=r)
   got = float(constant.compute_loss(case, step=tf.constant(10 ** 6))[0])
   assert got == pytest.approx(base + 2.0 * r * penalty, rel=1e-5)
-
-
-# ----------------------------------------------------------------------------- alignment metrics
-def test_band_mass_and_focus_rate():
-  diagonal, uniform = np.eye(40), np.full((200, 200), 1 / 200)
-  assert band_mass(diagonal, 40, 40) == 1.0 and focus_rate(diagonal, 40, 40) == 1.0
-  assert band_mass(uniform, 200, 200, width=0.1) == pytest.approx(0.2, abs=0.015)
-  assert focus_rate(uniform, 200, 200) == pytest.approx(1 / 200)
-  padded_diag = np.full((50, 45), 3.0)
-  padded_diag[:40, :40] = diagonal  # padding beyond steps/symbols is ignored
-  assert band_mass(padded_diag, 40, 40) == 1.0 and focus_rate(padded_diag, 40, 40) == 1.0
-  assert band_mass(np.zeros((4, 4)), 4, 4) == 0.0
-
-
-def test_alignment_and_spectrogram_images():
-  aligns = np.full((12, 9), 5.0)
-  aligns[:10, :7] = rng(9).random((10, 7)) * 0.5
-  aligns[0, :7], aligns[0, 0] = 0.0, 0.5  # step 0 attends symbol 0 only
-  image = alignment_image(aligns, 10, 7)
-  assert image.shape == (7, 10) and image.min() >= 0.0 and image.max() <= 1.0
-  np.testing.assert_allclose(image.max(axis=0), 1.0, atol=1e-6)  # columns scaled to 1
-  assert image[-1, 0] == 1.0 and np.all(image[:-1, 0] == 0.0)  # symbol 0 at the bottom
-  frames = rng(10).normal(size=(8, 5))
-  frames[:, 0] += 10.0  # the lowest feature is loudest
-  spec = spectrogram_image(frames, 6)
-  assert spec.shape == (5, 6) and spec.min() == 0.0 and spec.max() == 1.0
-  assert spec[-1].mean() > spec[:-1].mean()  # low frequencies at the bottom

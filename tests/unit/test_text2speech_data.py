@@ -15,7 +15,9 @@ from open_seq2seq.encoders.tacotron2_encoder import Tacotron2Encoder
 from open_seq2seq.errors import ConfigError, DataError
 from open_seq2seq.losses.text2speech_loss import Text2SpeechLoss
 from open_seq2seq.models.text2speech import Text2Speech
-from open_seq2seq.outputs import CsvRows, OutputSink, PngFile, WavFile
+from open_seq2seq.outputs import AudioSample, CsvRows, ImageSample, OutputSink, PngFile, WavFile
+from open_seq2seq.parts.tacotron.alignment import (alignment_image, band_mass, focus_rate,
+                                                   spectrogram_image)
 
 VOCAB = "open_seq2seq/test_utils/vocab_tts.txt"
 RATE, N_FFT, HOP, PAD_TO = 16000, 512, 128, 4
@@ -98,7 +100,7 @@ def test_batches_sources_targets_stop_tokens_and_padding(corpus):
     speech = features.num_frames(int(DURATIONS[index] * RATE))
     assert length == speech + 1 + (-(speech + 1)) % PAD_TO and length % PAD_TO == 0
     assert np.all(stop[:speech] == 0) and np.all(stop[speech:] == 1)
-    np.testing.assert_array_equal(spec[speech:], np.broadcast_to(np.log(1e-2), spec[speech:].shape))
+    np.testing.assert_array_equal(spec[speech:], np.full_like(spec[speech:], np.log(1e-2)))
     signal = read(os.path.join(os.path.dirname(corpus), "wavs", NAMES[index] + ".wav"))
     np.testing.assert_allclose(spec[:speech], features.compute(signal).numpy(), atol=1e-5)
 
@@ -149,6 +151,27 @@ def test_duration_max_filters_training_only(corpus):
   train = layer(corpus, mode="train", duration_max=limit)
   assert sorted(i for b in batches(train) for i in b["id"]) == [0, 1]
   assert sorted(by_id(layer(corpus, duration_max=limit))) == [0, 1, 2, 3]
+
+
+def test_pad_value_and_dataset_defaults(corpus):
+  ids, spec, stop, length = by_id(layer(corpus, pad_value=-3.0))[0]
+  speech = int((stop == 0).sum())
+  assert speech < length and np.all(spec[speech:] == -3.0)
+  mailabs = Text2SpeechDataLayer({**params(corpus), "dataset": "MAILABS", "n_fft": None,
+                                  "hop_length": None, "sampling_rate": None}, mode="eval")
+  assert (mailabs.features.sample_rate, mailabs.features.n_fft) == (16000, 800)
+  assert mailabs.features.hop_length == 200 and mailabs.features.win_length == 800
+
+
+def test_without_pad_eos_the_last_frame_is_the_stop_frame(corpus):
+  # OpenSeq2Seq: without pad_EOS the last speech frame carries the stop token (else the
+  # loss, masked to the lengths, never sees a 1 and the model never learns to stop).
+  data = layer(corpus, pad_EOS=False)
+  for index, (ids, spec, stop, length) in by_id(data).items():
+    speech = data.features.num_frames(int(DURATIONS[index] * RATE))
+    assert ids[0] != data.text.bos_id and ids[-1] != data.text.eos_id
+    assert length == speech
+    assert np.all(stop[:speech - 1] == 0) and stop[speech - 1] == 1
 
 
 def test_sharding_is_disjoint_and_complete(corpus):
@@ -260,6 +283,18 @@ def test_evaluate_on_hand_made_outputs(corpus, tmp_path):
   metrics = model.finalize_evaluation(results)
   assert metrics == pytest.approx({"band_mass": 1.0, "focus_rate": 1.0,
                                    "free_band_mass": (1 + 2 / 7) / 2, "stop_accuracy": 0.5})
+  ids = np.array([[1, 40, 41, 2], [1, 42, 2, 0]])  # <s> x y </s>
+  batch["source_tensors"] = (ids, np.array([4, 3]))
+  outputs["spectrogram"] = np.random.default_rng(0).normal(-2.0, 1.0, (2, 21, 10))
+  assert model.format_samples(batch, outputs) == [
+      f"Sample text: {model.data_layer.text.decode(ids[0, :4])} | frames predicted 12, true 12"]
+  samples = {s.name: s for s in model.sample_summaries(batch, outputs)}
+  assert set(samples) == {"alignment", "spectrogram", "teacher_forced_alignment", "audio"}
+  assert samples["alignment"].image.shape == (4, 4) and samples["spectrogram"].image.shape == (
+      10, 12)
+  assert isinstance(samples["alignment"], ImageSample)
+  assert isinstance(samples["audio"], AudioSample) and samples["audio"].sample_rate == RATE
+  assert abs(len(samples["audio"].samples) - 11 * HOP) <= HOP
 
 
 def test_eval_outputs_and_training_step(corpus, tmp_path):
@@ -280,6 +315,8 @@ def test_eval_outputs_and_training_step(corpus, tmp_path):
 
 def test_finalize_inference_writes_audio_alignments_and_csv(corpus, tmp_path):
   model = build(corpus, tmp_path / "logdir", mode="infer")
+  model.predict(next(iter(model.data_layer.build_dataset())))  # builds the variables
+  model.decoder.stop_projection.bias.assign([-50.0] * 3)  # never stops: max_frames_per_symbol
   results = []
   for batch in model.data_layer.build_dataset():
     outputs = tf.nest.map_structure(lambda t: t.numpy(), model.predict(batch))
@@ -297,9 +334,27 @@ def test_finalize_inference_writes_audio_alignments_and_csv(corpus, tmp_path):
   assert len(written) == 9
   import soundfile
   audio, rate = soundfile.read(wavs[0].path)
-  assert rate == RATE and len(audio) > 0 and np.abs(audio).max() <= 1.0
+  frames = len(dict(results)[0][0])  # the spectrogram of utterance 0
+  assert frames > 1 and frames % 3 == 0 and rate == RATE and np.abs(audio).max() <= 1.0
+  assert abs(len(audio) - (frames - 1) * HOP) <= HOP
   image = tf.io.decode_png(open(pngs[0].path, "rb").read()).numpy()
   assert image.shape[:2] == pngs[0].image.shape and image.max() == 255
+
+
+def test_interactive_outputs_and_lines(tmp_path):
+  model = build(None, tmp_path, mode="interactive_infer", dataset_files=None)
+  batch = next(iter(model.data_layer.dataset_from_inputs(["Hello.", "Bye"])))
+  batch = tf.nest.map_structure(lambda t: t.numpy(), batch)
+  symbols = batch["source_tensors"][1]
+  outputs = {"spectrogram": np.random.default_rng(1).normal(-2.0, 1.0, (2, 9, 10)),
+             "final_sequence_lengths": np.array([9, 6]), "src_length": symbols,
+             "alignments": np.full((2, 3, symbols.max()), 1.0 / symbols.max())}
+  files = model.interactive_outputs(batch, outputs)
+  directory = os.path.join(str(tmp_path), "interactive_audio")
+  wavs = [f.path for f in files if isinstance(f, WavFile)]
+  assert wavs == [os.path.join(directory, f"interactive_{i}.wav") for i in (0, 1)]
+  assert model.interactive_lines(batch, outputs) == [
+      f"{wavs[0]} ({9 * HOP / RATE:.2f} s)", f"{wavs[1]} ({6 * HOP / RATE:.2f} s)"]
 
 
 @pytest.mark.parametrize("shape", [(5, 7), (4, 3, 3)])
@@ -312,3 +367,30 @@ def test_png_file_round_trip(tmp_path, shape):
   assert decoded.shape == (*shape[:2], channels) and decoded.dtype == np.uint8
   want = np.round(np.clip(image, 0, 1) * 255).reshape(decoded.shape)
   np.testing.assert_array_equal(decoded, want)
+
+
+# ----------------------------------------------------------------------------- alignment metrics
+def test_band_mass_and_focus_rate():
+  diagonal, uniform = np.eye(40), np.full((200, 200), 1 / 200)
+  assert band_mass(diagonal, 40, 40) == 1.0 and focus_rate(diagonal, 40, 40) == 1.0
+  assert band_mass(uniform, 200, 200, width=0.1) == pytest.approx(0.2, abs=0.015)
+  assert focus_rate(uniform, 200, 200) == pytest.approx(1 / 200)
+  padded_diag = np.full((50, 45), 3.0)
+  padded_diag[:40, :40] = diagonal  # padding beyond steps/symbols is ignored
+  assert band_mass(padded_diag, 40, 40) == 1.0 and focus_rate(padded_diag, 40, 40) == 1.0
+  assert band_mass(np.zeros((4, 4)), 4, 4) == 0.0
+
+
+def test_alignment_and_spectrogram_images():
+  aligns = np.full((12, 9), 5.0)
+  aligns[:10, :7] = np.random.default_rng(9).random((10, 7)) * 0.5
+  aligns[0, :7], aligns[0, 0] = 0.0, 0.5  # step 0 attends symbol 0 only
+  image = alignment_image(aligns, 10, 7)
+  assert image.shape == (7, 10) and image.min() >= 0.0 and image.max() <= 1.0
+  np.testing.assert_allclose(image.max(axis=0), 1.0, atol=1e-6)  # columns scaled to 1
+  assert image[-1, 0] == 1.0 and np.all(image[:-1, 0] == 0.0)  # symbol 0 at the bottom
+  frames = np.random.default_rng(10).normal(size=(8, 5))
+  frames[:, 0] += 10.0  # the lowest feature is loudest
+  spec = spectrogram_image(frames, 6)
+  assert spec.shape == (5, 6) and spec.min() == 0.0 and spec.max() == 1.0
+  assert spec[-1].mean() > spec[:-1].mean()  # low frequencies at the bottom

@@ -286,8 +286,10 @@ class Text2SpeechDataLayer(DataLayer):
     return dataset.filter(keep) if self.mode == "train" else dataset
 
   def _pad_frame(self) -> np.ndarray:
-    if self.params["pad_value"] is not None:
-      return np.full(self.features.num_features, self.params["pad_value"], np.float32)
+    if self.params["pad_value"] is not None:  # given before normalization, as OpenSeq2Seq's
+      f = self.features
+      value = (self.params["pad_value"] - f.normalize_mean) / f.normalize_std
+      return np.full(f.num_features, value, np.float32)
     return self.features.pad_frame
 
   def _model_inputs(self, batch: dict) -> dict:
@@ -297,6 +299,9 @@ class Text2SpeechDataLayer(DataLayer):
       speech = tf.sequence_mask(batch["speech_length"], frames)
       # Batch padding (zeros) becomes silent frames; the stop token is 1 after the speech.
       target = tf.where(speech[:, :, None], batch["target"], tf.constant(self._pad_frame()))
+      if not self.params["pad_EOS"]:
+        # No end frames: the last speech frame carries the stop token (as OpenSeq2Seq).
+        speech = tf.sequence_mask(batch["speech_length"] - 1, frames)
       stop = 1.0 - tf.cast(speech, tf.float32)
       inputs["target_tensors"] = (target, stop, batch["target_length"])
     return inputs

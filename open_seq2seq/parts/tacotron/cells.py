@@ -20,6 +20,7 @@ import tensorflow as tf
 from open_seq2seq.errors import ConfigError
 
 
+@keras.saving.register_keras_serializable("open_seq2seq")
 class ZoneoutLSTMCell(keras.layers.Layer):
   """An LSTM cell with zoneout on its cell and hidden states.
 
@@ -41,6 +42,19 @@ class ZoneoutLSTMCell(keras.layers.Layer):
         units, kernel_initializer=kernel_initializer or "glorot_uniform",
         dtype=self.dtype_policy, name="lstm_cell")
     self.seed = seed
+
+  def get_config(self) -> dict:
+    """Keras copies the cell through its config (``Bidirectional`` makes the backward layer
+    that way)."""
+    return dict(super().get_config(), units=self.units, zoneout_prob=self.zoneout_prob,
+                seed=self.seed,
+                kernel_initializer=keras.initializers.serialize(self.cell.kernel_initializer))
+
+  @classmethod
+  def from_config(cls, config: dict) -> "ZoneoutLSTMCell":
+    config = dict(config)
+    config["kernel_initializer"] = keras.initializers.deserialize(config["kernel_initializer"])
+    return cls(**config)
 
   @property
   def state_size(self) -> list[int]:
