@@ -35,6 +35,7 @@ base_params = {
     "eval_steps": 200,
     "save_checkpoint_steps": 200,
     "logdir": "runs/tacotron-synthetic-small",
+    "save_to_tensorboard": True,
     "max_grad_norm": 1.0,
     "optimizer": "Adam",
     "lr_policy": fixed_lr,

@@ -15,6 +15,7 @@ from open_seq2seq.outputs import (AudioSample, CsvRows, ImageSample, InferenceOu
                                   WavFile)
 from open_seq2seq.parts.tacotron.alignment import (alignment_image, band_mass, focus_rate,
                                                    spectrogram_image)
+from open_seq2seq.utils.params import Param
 
 #: Griffin-Lim iterations for TensorBoard clips (quick) and for written audio.
 SUMMARY_GL_ITERS, INFER_GL_ITERS = 30, 60
@@ -35,6 +36,11 @@ class Text2Speech(Model):
 
   During training the loss gets the update counter (guided attention's weight schedule).
   """
+
+  PARAMS = {
+      "save_to_tensorboard": Param(bool, False, "Send sample alignments, spectrograms and "
+                                   "Griffin-Lim audio to TensorBoard (print_samples_steps)."),
+  }
 
   predictions_from_loss_pass = False
 
@@ -105,7 +111,8 @@ class Text2Speech(Model):
 
   def sample_summaries(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
                        ) -> list:
-    ids, text_lengths = batch["source_tensors"]
+    if not self.params.get("save_to_tensorboard"):
+      return []
     frames = int(outputs["final_sequence_lengths"][0])
     symbols = int(outputs["src_length"][0])
     spec = outputs["spectrogram"][0]

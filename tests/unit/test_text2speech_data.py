@@ -288,6 +288,8 @@ def test_evaluate_on_hand_made_outputs(corpus, tmp_path):
   outputs["spectrogram"] = np.random.default_rng(0).normal(-2.0, 1.0, (2, 21, 10))
   assert model.format_samples(batch, outputs) == [
       f"Sample text: {model.data_layer.text.decode(ids[0, :4])} | frames predicted 12, true 12"]
+  assert model.sample_summaries(batch, outputs) == []  # save_to_tensorboard is off
+  model.params["save_to_tensorboard"] = True
   samples = {s.name: s for s in model.sample_summaries(batch, outputs)}
   assert set(samples) == {"alignment", "spectrogram", "teacher_forced_alignment", "audio"}
   assert samples["alignment"].image.shape == (4, 4) and samples["spectrogram"].image.shape == (
