@@ -227,8 +227,7 @@ class Tacotron2Decoder(Decoder):
     outputs = tf.transpose(outputs.stack(), [1, 0, 2])  # [B, steps, D]
     spectrogram = tf.reshape(self.output_projection(outputs), [batch, steps * self.r, self.num_mel])
     stop = tf.reshape(self.stop_projection(tf.cast(outputs, tf.float32)), [batch, steps * self.r])
-    return (spectrogram[:, :frames], stop[:, :frames],
-            tf.transpose(aligns.stack(), [1, 0, 2]), tf.fill([batch], frames))
+    return spectrogram[:, :frames], stop[:, :frames], tf.transpose(aligns.stack(), [1, 0, 2])
 
   def _free_running(self, memory: Any, depth: int, batch: tf.Tensor, max_steps: tf.Tensor):
     state = self._initial_state(batch, memory, depth)
@@ -276,7 +275,7 @@ class Tacotron2Decoder(Decoder):
     training = bool(training)
     if "target_tensors" in input_dict:
       spec = input_dict["target_tensors"][0][:, :, :self.num_mel]
-      decoded, stop, aligns, lengths = self._teacher_forced(memory, depth, spec, training)
+      decoded, stop, aligns = self._teacher_forced(memory, depth, spec, training)
       lengths = tf.cast(input_dict["target_tensors"][2], tf.int32)
     else:
       max_steps = tf.cast(tf.math.ceil(self.params["max_frames_per_symbol"] * tf.cast(

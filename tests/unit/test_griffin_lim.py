@@ -8,19 +8,11 @@ from open_seq2seq.parts.audio.griffin_lim import (griffin_lim, mel_pseudo_invers
                                                   mel_to_linear, spectral_convergence)
 from open_seq2seq.parts.audio.spectrogram import mel_filterbank, stft_magnitude
 
+from tests.unit.test_spectrogram import chirps  # noqa: E402  (the same test signal)
+
 librosa = pytest.importorskip("librosa")
 
 N_FFT, HOP = 512, 128
-
-
-def chirps(sample_rate=16000, seconds=0.6, seed=0):
-  """Two chirps and a tone under a Hann envelope, plus a little noise: float32."""
-  t = np.arange(int(seconds * sample_rate)) / sample_rate
-  y = (np.sin(2 * np.pi * (200 * t + 400 * t ** 2))
-       + 0.5 * np.sin(2 * np.pi * (900 * t - 300 * t ** 2))
-       + 0.3 * np.sin(2 * np.pi * 2500 * t)) * np.hanning(len(t))
-  noise = np.random.default_rng(seed).standard_normal(len(t))
-  return (0.3 * y + 0.01 * noise).astype(np.float32)
 
 
 @pytest.fixture(scope="module")

@@ -69,10 +69,6 @@ class SpectrogramFeatures:
     """Features per frame (mel and magnitude together for "both")."""
     return self.num_mel + self.num_magnitude
 
-  @property
-  def frames_per_second(self) -> float:
-    return self.sample_rate / self.hop_length
-
   @cached_property
   def mel_basis(self) -> np.ndarray:
     """The [num_mel, n_fft // 2 + 1] filterbank (empty without mel features)."""
