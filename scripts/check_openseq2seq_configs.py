@@ -153,7 +153,10 @@ def validation_errors(module: Any, mode: str) -> tuple[list[str], list[str]]:
 
 #: Stand-ins for the sizes a model reads from its data layer, to build components without data.
 _DUMMY_SIZES = {"vocab_size": 32, "num_classes": 10,
-                "idx2char": {i: chr(ord("a") + i) for i in range(26)}}
+                "idx2char": {i: chr(ord("a") + i) for i in range(26)},
+                # speech synthesis: symbols, mel and magnitude features
+                "src_vocab_size": 64, "num_mel_features": 80, "num_magnitude_features": 513,
+                "exp_mag": True}
 
 
 def build_errors(params: dict, mode: str) -> list[str]:

@@ -188,13 +188,16 @@ def render_tts(text: str, path: str, voice: str, speed: int, pitch: int, sample_
 
 def make_tts_corpus(output_dir: str, splits: dict[str, int],
                     text_lines: list[str] | None = None, min_words: int = 3,
-                    max_words: int = 10, voice: str = "en-us", speed: int = 160,
-                    pitch: int = 50, sample_freq: int = 22050, seed: int = 0,
-                    workers: int = 2, trim_db: float | None = -40.0) -> dict[str, str]:
+                    max_words: int = 10, voice: str = "en-us",
+                    speeds: tuple[int, ...] = (160,), pitch: int = 50,
+                    sample_freq: int = 22050, seed: int = 0, workers: int = 2,
+                    trim_db: float | None = -40.0) -> dict[str, str]:
   """Writes a single-voice LJSpeech-layout corpus and returns ``{split: csv_path}``.
 
   Every sentence is distinct, so val/test sentences never occur in train; the normalized
   text is what espeak-ng speaks, so audio and normalized transcript agree word for word.
+  With several ``speeds`` (words per minute) each sentence is spoken at one of them, drawn
+  at random: a corpus with speaking styles for global style tokens.
   """
   ensure_engines(["espeak-ng"])
   rng = random.Random(seed)
@@ -212,10 +215,11 @@ def make_tts_corpus(output_dir: str, splits: dict[str, int],
   for split, count in splits.items():
     sentences, start = pool[start:start + count], start + count
     names = [f"{split}-{i:05d}" for i in range(count)]
+    rates = [rng.choice(speeds) for _ in range(count)]
     with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as executor:
       list(executor.map(lambda job: render_tts(
-          job[0][1], os.path.join(output_dir, "wavs", job[1] + ".wav"), voice, speed, pitch,
-          sample_freq, trim_db), zip(sentences, names)))
+          job[0][1], os.path.join(output_dir, "wavs", job[1] + ".wav"), voice, job[2], pitch,
+          sample_freq, trim_db), zip(sentences, names, rates)))
     csv_paths[split] = os.path.join(output_dir, f"{split}.csv")
     tts_corpus.write_metadata(csv_paths[split], [(name, raw, normalized) for name, (raw, normalized)
                                                  in zip(names, sentences)])
@@ -257,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--sample_freq", type=int, help="default 16000 (--tts: 22050)")
   parser.add_argument("--trim_db", type=float, default=-40.0,
                       help="--tts: trim leading/trailing audio this far below the loudest frame")
+  parser.add_argument("--speeds",
+                      help="--tts only (default 160): comma-separated speaking rates (words per minute); each "
+                      "sentence gets one at random (several: styles for GST)")
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--workers", type=int, default=2)
   parser.add_argument("--lm", action="store_true", help="also write a bigram lm.arpa")
@@ -275,9 +282,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--{option} applies to speech-recognition corpora, not --tts")
     paths = make_tts_corpus(args.output_dir, parse_splits(args.splits), text_lines=text_lines,
                             min_words=args.min_words, max_words=args.max_words,
+                            speeds=tuple(int(v) for v in (args.speeds or "160").split(",")),
                             sample_freq=args.sample_freq, seed=args.seed,
                             workers=args.workers, trim_db=args.trim_db)
   else:
+    if args.speeds:
+      parser.error("--speeds applies to --tts corpora (speech recognition corpora draw "
+                   "140-190 words per minute)")
     words = args.words or ",".join(DIGITS)
     paths = make_corpus(args.output_dir, parse_splits(args.splits),
                         words=[w.strip() for w in words.split(",") if w.strip()],

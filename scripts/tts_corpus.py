@@ -3,7 +3,7 @@
 A corpus is ``<dir>/wavs/<name>.wav`` (mono 16-bit PCM) plus header-less ``<dir>/<split>.csv``
 files with one ``<name>|<raw transcript>|<normalized transcript>`` line per utterance, as
 OpenSeq2Seq's Text2SpeechDataLayer reads them. This module holds the text normalizer (numbers
-and symbols to words), the built-in sentence generator of the synthetic corpus, silence
+(the package's, from inflect) and symbols to words), the built-in sentence generator of the synthetic corpus, silence
 trimming and the atomic writers of WAVs and metadata. Used by make_synthetic_speech.py
 (``--tts``) and import_asterisk_sounds.py.
 """
@@ -19,57 +19,27 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from open_seq2seq.data.text2speech.numbers import cardinal, ordinal  # noqa: E402
 from open_seq2seq.utils.io import atomic_open  # noqa: E402
 
-ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-        "fourteen fifteen sixteen seventeen eighteen nineteen").split()
-TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
-SCALES = ((10 ** 9, "billion"), (10 ** 6, "million"), (1000, "thousand"), (100, "hundred"))
-ORDINAL_ENDINGS = {"one": "first", "two": "second", "three": "third", "five": "fifth",
-                   "eight": "eighth", "nine": "ninth", "twelve": "twelfth"}
+#: Digits read one by one (PINs, extensions, decimals).
+ONES = "zero one two three four five six seven eight nine".split()
 SYMBOLS = {"*": " star ", "#": " pound ", "@": " at ", "&": " and ", "%": " percent ",
            "+": " plus ", "=": " equals ", "/": " slash "}
-
-
-def number_to_words(n: int) -> str:
-  """``1234`` -> ``"one thousand two hundred thirty four"`` (non-negative integers)."""
-  if n < 20:
-    return ONES[n]
-  if n < 100:
-    return TENS[n // 10] + ("" if n % 10 == 0 else " " + ONES[n % 10])
-  for scale, name in SCALES:
-    if n >= scale:
-      head, rest = divmod(n, scale)
-      return f"{number_to_words(head)} {name}" + ("" if rest == 0 else
-                                                    " " + number_to_words(rest))
-  raise AssertionError(n)
-
-
-def ordinal_words(n: int) -> str:
-  """``21`` -> ``"twenty first"``."""
-  words = number_to_words(n).split()
-  last = words[-1]
-  if last in ORDINAL_ENDINGS:
-    words[-1] = ORDINAL_ENDINGS[last]
-  elif last.endswith("y"):
-    words[-1] = last[:-1] + "ieth"
-  else:
-    words[-1] = last + "th"
-  return " ".join(words)
 
 
 def _number(match: re.Match, spell_digits_from: int) -> str:
   digits, suffix = match.group(1), match.group(2)
   text = digits.replace(",", "")
   if suffix:
-    return f" {ordinal_words(int(text))} "
+    return f" {ordinal(int(text))} "
   whole, _, fraction = text.partition(".")
   if fraction:
-    words = number_to_words(int(whole)) + " point " + " ".join(ONES[int(d)] for d in fraction)
+    words = cardinal(int(whole)) + " point " + " ".join(ONES[int(d)] for d in fraction)
   elif spell_digits_from and "," not in digits and len(whole) >= spell_digits_from:
     words = " ".join(ONES[int(d)] for d in whole)
   else:
-    words = number_to_words(int(whole))
+    words = cardinal(int(whole))
   return f" {words} "
 
 

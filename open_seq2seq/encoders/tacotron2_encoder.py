@@ -12,9 +12,11 @@ from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts.cnns.conv_blocks import check_padding, sequence_mask
 from open_seq2seq.parts.tacotron.cells import ZoneoutLSTMCell
 from open_seq2seq.parts.tacotron.layers import Postnet
+from open_seq2seq.parts.tacotron.style_tokens import ReferenceEncoder, StyleTokenLayer
 from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.initializers import INITIALIZER_PARAMS, fresh
-from open_seq2seq.utils.params import Param, callable_or_class, int_list, list_of
+from open_seq2seq.utils.params import (Param, callable_or_class, dict_of, int_list, list_of,
+                                       non_negative_int)
 
 
 def _check_conv(layer: dict, path: str) -> dict:
@@ -32,6 +34,60 @@ CONV_PARAMS = {
     "activation_fn": Param((callable_or_class, None), None,
                            "Activation of this layer (None: the encoder's activation_fn)."),
 }
+
+
+def _check_conv2d(layer: dict, path: str) -> dict:
+  layer["padding"] = check_padding(layer["padding"], f"{path}/padding")
+  return layer
+
+
+STYLE_CONV_PARAMS = {
+    "kernel_size": Param(int_list(2), doc="[time, frequency] of the 2-D kernel."),
+    "stride": Param(int_list(2), [2, 2], "[time, frequency] strides."),
+    "num_channels": Param(int, doc="Output channels."),
+    "padding": Param(str, "SAME", "SAME or VALID (any case)."),
+}
+
+
+def _check_style(params: dict, path: str) -> dict:
+  if params["attention_layer_size"] % params["num_heads"]:
+    raise ConfigError(f"{path}/attention_layer_size: {params['attention_layer_size']} is not a "
+                      f"multiple of num_heads {params['num_heads']}")
+  weights = params["token_weights"]
+  if weights is not None and (len(weights) != params["num_tokens"] or
+                              not all(isinstance(w, (int, float)) for w in weights)):
+    raise ConfigError(f"{path}/token_weights: give num_tokens ({params['num_tokens']}) numbers, "
+                      f"got {weights!r}")
+  if not (is_lstm(params["rnn_type"]) or is_gru(params["rnn_type"])):
+    raise ConfigError(f"{path}/rnn_type: {params['rnn_type']!r} is neither an LSTM nor a GRU")
+  return params
+
+
+#: The GST paper's reference encoder: six 3x3 convolutions with stride 2.
+PAPER_STYLE_CONVS = [{"kernel_size": [3, 3], "stride": [2, 2], "num_channels": c,
+                      "padding": "SAME"} for c in (32, 32, 64, 64, 128, 128)]
+
+STYLE_PARAMS = {
+    "conv_layers": Param(list_of(STYLE_CONV_PARAMS, "a style conv_layers entry", _check_conv2d),
+                         PAPER_STYLE_CONVS, "Reference encoder 2-D convs (+ batch norm + "
+                         "activation_fn); default the paper's six 3x3/2."),
+    "num_rnn_layers": Param(non_negative_int, 1, "Reference encoder recurrent layers."),
+    "rnn_cell_dim": Param(int, 128, "Units of the reference encoder's recurrent layers."),
+    "rnn_unidirectional": Param(bool, True, "Forward-only reference encoder."),
+    "rnn_type": Param((callable_or_class, str), "gru", "GRU (keras.layers.GRU, GRUCell, "
+                      "'gru') or LSTM."),
+    "reference_size": Param(int, 128, "Units of the tanh projection of the reference."),
+    "emb_size": Param(int, 256, "Size of each style token embedding."),
+    "attention_layer_size": Param(int, 256, "Size of the style embedding (and attention depth)."),
+    "num_tokens": Param(int, 10, "Style tokens."),
+    "num_heads": Param(int, 4, "Attention heads over the tokens."),
+    "trainable_tokens": Param(bool, False, "Train the token table (the GST paper); False keeps "
+                              "its random values, as OpenSeq2Seq (the projections learn)."),
+    "token_weights": Param((list, None), None, "infer / interactive_infer: speak in this mix "
+                           "of tokens (num_tokens weights, every head) instead of a reference."),
+}
+
+STYLE_TYPE = dict_of(STYLE_PARAMS, "style_embedding_params", _check_style)
 
 
 def is_lstm(rnn_type: Any) -> bool:
@@ -80,6 +136,11 @@ class Tacotron2Encoder(Encoder):
       "zoneout_prob": Param(float, 0.0, "Zoneout of the LSTM states (training; Tacotron 2: 0.1)."),
       "data_format": Param(str, "channels_last", "Ignored: the layout is internal.",
                            choices=("channels_first", "channels_last")),
+      "style_embedding_enable": Param(bool, False, "Global style tokens: append a style "
+                                      "embedding of a reference spectrogram to every symbol "
+                                      "(data layer style_input 'wav')."),
+      "style_embedding_params": Param((STYLE_TYPE, None), None,
+                                      "The reference encoder and style tokens (GST)."),
       **INITIALIZER_PARAMS,
   }
 
@@ -120,9 +181,50 @@ class Tacotron2Encoder(Encoder):
       self.rnns.append(rnn)
     rate = p["rnn_dropout_prob"]
     self.rnn_dropout = keras.layers.Dropout(rate, dtype=policy) if rate > 0 else None
+    self.reference_encoder = self.style_tokens = None
+    if p["style_embedding_enable"]:
+      style = p["style_embedding_params"]
+      if style is None:  # the paper's sizes
+        style = STYLE_TYPE.validate({}, f"{self.PARAMS_KEY}/style_embedding_params")
+      self._build_style(style, init)
+
+  def _build_style(self, s: dict, init: Any) -> None:
+    policy = self.dtype_policy
+    self.style_params = s
+    self.reference_encoder = ReferenceEncoder(
+        s["conv_layers"], s["rnn_cell_dim"], s["num_rnn_layers"], s["rnn_unidirectional"],
+        keras.layers.LSTM if is_lstm(s["rnn_type"]) else keras.layers.GRU,
+        activation=self.params["activation_fn"], reference_size=s["reference_size"],
+        bn_momentum=self.params["bn_momentum"], bn_epsilon=self.params["bn_epsilon"],
+        kernel_initializer=init, dtype=policy, name="reference_encoder")
+    self.style_tokens = StyleTokenLayer(
+        s["num_tokens"], s["emb_size"], s["attention_layer_size"], s["num_heads"],
+        s["trainable_tokens"], kernel_initializer=init, dtype=policy, name="style_tokens")
+
+  def style_embedding(self, source: tuple, training: bool | None) -> tuple:
+    """(style embedding [B, attention_layer_size], token weights [B, heads, tokens] or None)
+    from the reference frames in ``source`` (ids, lengths, frames, frame lengths), or from
+    ``token_weights`` at inference."""
+    weights = self.style_params["token_weights"]
+    if weights is not None and self.mode in ("infer", "interactive_infer"):
+      batch = tf.shape(source[0])[0]
+      mix = tf.constant(weights, tf.float32)
+      mix = mix / tf.maximum(tf.reduce_sum(tf.abs(mix)), 1e-9)
+      mix = tf.tile(mix[None, None], [batch, self.style_params["num_heads"], 1])
+      if not self.style_tokens.built:
+        self.style_tokens.build((None, self.style_params["reference_size"]))
+      return self.style_tokens.mix(mix), mix
+    if len(source) < 4:
+      raise ConfigError("encoder_params/style_embedding_enable: the batch has no reference "
+                        "spectrogram; set data_layer_params/style_input to 'wav' (and "
+                        "style_wav for interactive_infer) or give style_embedding_params/"
+                        "token_weights")
+    reference = self.reference_encoder(source[2], source[3], training=training)
+    return self.style_tokens(reference)
 
   def call(self, input_dict: dict, training: bool | None = None) -> dict:
-    ids, lengths = input_dict["source_tensors"]
+    source = tuple(input_dict["source_tensors"])
+    ids, lengths = source[:2]
     lengths = tf.cast(lengths, tf.int32)
     x = self.embedding(ids)
     x = self.convs(x, lengths, training=training)
@@ -132,4 +234,10 @@ class Tacotron2Encoder(Encoder):
       if self.rnn_dropout is not None:
         x = self.rnn_dropout(x, training=training)
     x = x * tf.cast(mask, x.dtype)[:, :, None]
-    return {"outputs": x, "src_length": lengths, "src_lengths": lengths}
+    result = {"outputs": x, "src_length": lengths, "src_lengths": lengths}
+    if self.style_tokens is not None:
+      style, weights = self.style_embedding(source, training)
+      style = tf.tile(tf.cast(style, x.dtype)[:, None], [1, tf.shape(x)[1], 1])
+      result["outputs"] = tf.concat([x, style * tf.cast(mask, x.dtype)[:, :, None]], axis=-1)
+      result["style_token_weights"] = weights
+    return result

@@ -5,7 +5,7 @@ from open_seq2seq.losses.loss import Loss
 from open_seq2seq.losses.sequence_loss import (BasicSampledSequenceLoss, BasicSequenceLoss,
                                                CrossEntropyLoss,
                                                PaddedCrossEntropyLossWithSmoothing)
-from open_seq2seq.losses.text2speech_loss import Text2SpeechLoss
+from open_seq2seq.losses.text2speech_loss import TacotronLoss, Text2SpeechLoss
 
 __all__ = ["Loss", "CTCLoss", "BasicSequenceLoss", "BasicSampledSequenceLoss", "CrossEntropyLoss",
-           "PaddedCrossEntropyLossWithSmoothing", "Text2SpeechLoss"]
+           "PaddedCrossEntropyLossWithSmoothing", "Text2SpeechLoss", "TacotronLoss"]

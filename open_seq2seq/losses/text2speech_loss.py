@@ -95,3 +95,7 @@ class Text2SpeechLoss(Loss):
     if self.params["scale"] is not None:
       loss_sum *= self.params["scale"]
     return loss_sum, weight
+
+
+class TacotronLoss(Text2SpeechLoss):
+  """OpenSeq2Seq's later name of :class:`Text2SpeechLoss` (its configs use either name)."""

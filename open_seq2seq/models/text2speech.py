@@ -99,7 +99,7 @@ class Text2Speech(Model):
   # ------------------------------------------------------------------ family hooks
   def format_samples(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
                      max_samples: int = 1) -> list[str]:
-    ids, text_lengths = batch["source_tensors"]
+    ids, text_lengths = batch["source_tensors"][:2]
     lines = []
     for b in range(min(max_samples, len(ids))):
       line = f"Sample text: {self._text(ids[b], text_lengths[b])}"

@@ -120,6 +120,23 @@ def test_tts_corpus_from_text_file(maker, tmp_path):
     maker.make_tts_corpus(str(tmp_path / "x"), {"train": 4}, text_lines=read_lines(text))
 
 
+def test_tts_corpus_with_two_speaking_rates(maker, tmp_path):
+  """Each sentence at one of the speeds: seconds per word fall into a slow and a fast group."""
+  import soundfile
+  paths = maker.make_tts_corpus(str(tmp_path / "out"), {"train": 10}, speeds=(90, 270),
+                                sample_freq=8000, seed=3)
+  rates = []
+  for name, _, normalized in check_layout(str(tmp_path / "out"), list(paths), 8000)["train"]:
+    seconds = soundfile.info(str(tmp_path / "out" / "wavs" / f"{name}.wav")).duration
+    rates.append(seconds / len(normalized.split()))
+  rates = sorted(rates)
+  gap = int(np.argmax(np.diff(rates)))  # the split between the two groups
+  slow, fast = rates[gap + 1:], rates[:gap + 1]
+  assert slow and fast and min(slow) / max(fast) > 1.5, rates
+  with pytest.raises(SystemExit):
+    maker.main(["--output_dir", str(tmp_path / "asr"), "--speeds", "100,200"])
+
+
 # The Asterisk prompts: transcripts as in core-sounds-en.txt.gz, None = no WAV installed.
 PROMPTS = {
     "beep": "[this is a simple beep tone]",

@@ -41,6 +41,8 @@ def example_config_overrides(directory: str) -> tuple[list[str], int]:
           len(transcripts))
 
 
-def make_synthetic_corpus(directory: str, splits: dict[str, int], seed: int = 0) -> dict:
+def make_synthetic_corpus(directory: str, splits: dict[str, int], seed: int = 0,
+                          speeds: tuple[int, ...] = (160,)) -> dict:
   """The espeak-ng single-voice corpus of scripts/make_synthetic_speech.py --tts."""
-  return load_script("make_synthetic_speech").make_tts_corpus(directory, splits, seed=seed)
+  return load_script("make_synthetic_speech").make_tts_corpus(directory, splits, seed=seed,
+                                                              speeds=speeds)

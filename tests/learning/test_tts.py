@@ -1,10 +1,18 @@
 """End to end on the synthetic single-voice corpus through run.py: the small Tacotron 2 with
-guided attention learns to align text with speech on held-out sentences, teacher forced and
-free running, and stops near the true length; infer and interactive infer write audio.
+guided attention and global style tokens learns to align text with speech on held-out
+sentences, teacher forced and free running, stops near the true length, and speaks at the
+rate of the reference it is given; infer and interactive infer write audio.
+
+The corpus is spoken at two rates (110 and 200 words per minute, drawn per sentence) and
+the model is ``tacotron_gst-synthetic-small.py``: ``tacotron-synthetic-small.py`` plus the
+style embedding, so this run is the learning test of both (the plain config is stepped by
+tests/e2e/test_example_configs.py).
 
 Thresholds (issue 12): teacher-forced band mass > 0.8 and focus rate > 0.4, free-running band
 mass > 0.7, and >= 80 % of held-out sentences stopping within 20 % of their length. An
 untrained model gets band mass ~0.2 (uniform attention), focus ~1/N and stop accuracy 0.
+Style: the same sentences synthesized with a slow reference last > 1.25x as long as with a
+fast one (the corpus' ratio is 1.8; without style tokens the reference changes nothing, 1.0).
 """
 
 import csv
@@ -20,8 +28,9 @@ from tests.helpers.tts import CONFIG_DIR, make_synthetic_corpus
 
 pytestmark = pytest.mark.slow
 
-CONFIG = os.path.join(CONFIG_DIR, "tacotron-synthetic-small.py")
+CONFIG = os.path.join(CONFIG_DIR, "tacotron_gst-synthetic-small.py")
 STEPS = 300
+SPEEDS = (110, 200)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +39,7 @@ def workdir(tmp_path_factory):
     pytest.skip("espeak-ng not installed (Debian package espeak-ng)")
   root = tmp_path_factory.mktemp("tts_run")
   make_synthetic_corpus(str(root / "data" / "synth_tts"),
-                        {"train": 300, "val": 20, "test": 4}, seed=0)
+                        {"train": 300, "val": 20, "test": 4}, seed=0, speeds=SPEEDS)
   return str(root)
 
 
@@ -63,23 +72,55 @@ def test_attention_aligns_and_decoding_stops(trained, workdir):
   assert "Sample text:" in trained.stdout
 
 
-def test_infer_writes_a_wav_and_alignment_per_line(trained, workdir):
-  output = os.path.join(workdir, "infer.csv")
-  result = run(workdir, "infer", f"--infer_output_file={output}")
-  assert result.returncode == 0, result.stderr[-3000:]
-  with open(output, encoding="utf-8", newline="") as f:
-    rows = list(csv.DictReader(f))
-  assert len(rows) == 4
-  for row in rows:
-    info = soundfile.info(row["wav_path"])
-    assert info.samplerate == 16000
-    # a 3-10 word sentence at espeak-ng's rate: between half a second and five seconds
-    assert 0.5 < info.duration < 5.0, (row, info.duration)
-    assert os.path.getsize(row["wav_path"].replace(".wav", "_alignment.png")) > 100
-
-
 def test_interactive_infer_writes_a_wav(trained, workdir):
-  result = run(workdir, "interactive_infer", stdin="the cat sat on the mat.\n")
+  reference = next(iter(seconds_per_word(workdir, "test")))
+  result = run(workdir, "interactive_infer", f"--data_layer_params/style_wav={reference}",
+               stdin="the cat sat on the mat.\n")
   assert result.returncode == 0, result.stderr[-3000:]
   path = result.stdout.strip().splitlines()[-1].split(" (")[0]
   assert path.endswith(".wav") and soundfile.info(path).duration > 0.3
+
+
+def seconds_per_word(workdir, split):
+  """{wav path: seconds per word} of a split of the corpus."""
+  data = os.path.join(workdir, "data", "synth_tts")
+  with open(os.path.join(data, f"{split}.csv"), encoding="utf-8") as f:
+    rows = [line.rstrip("\n").split("|") for line in f if line.strip()]
+  return {os.path.join(data, "wavs", f"{name}.wav"):
+          soundfile.info(os.path.join(data, "wavs", f"{name}.wav")).duration / len(text.split())
+          for name, _, text in rows}
+
+
+@pytest.fixture(scope="module")
+def styled(trained, workdir):
+  """Infer rows of the test sentences spoken with the slowest and the fastest val clip as
+  the style reference: {"slow": rows, "fast": rows}. (Each line's own WAV as its reference is
+  the default infer path, run by tests/e2e/test_example_configs.py on this config.)"""
+  rates = seconds_per_word(workdir, "val")
+  slow, fast = max(rates, key=rates.get), min(rates, key=rates.get)
+  assert rates[slow] / rates[fast] > 1.5  # the corpus has both rates among the val clips
+  rows = {}
+  for name, reference in (("slow", slow), ("fast", fast)):
+    output = os.path.join(workdir, f"infer-{name}.csv")
+    result = run(workdir, "infer", f"--infer_output_file={output}",
+                 f"--data_layer_params/style_wav={reference}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(output, encoding="utf-8", newline="") as f:
+      rows[name] = list(csv.DictReader(f))
+  return rows
+
+
+def test_infer_writes_a_wav_and_alignment_per_line(styled):
+  assert len(styled["slow"]) == 4
+  for row in styled["slow"] + styled["fast"]:
+    info = soundfile.info(row["wav_path"])
+    assert info.samplerate == 16000
+    # a 3-10 word sentence at 110-200 words per minute: between half a second and 7 s
+    assert 0.5 < info.duration < 7.0, (row, info.duration)
+    assert os.path.getsize(row["wav_path"].replace(".wav", "_alignment.png")) > 100
+
+
+def test_the_reference_sets_the_speaking_rate(styled):
+  seconds = {name: [float(row["seconds"]) for row in rows] for name, rows in styled.items()}
+  ratios = [s / f for s, f in zip(seconds["slow"], seconds["fast"])]
+  assert sum(ratios) / len(ratios) > 1.25, seconds

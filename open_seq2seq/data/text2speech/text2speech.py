@@ -58,6 +58,9 @@ class Text2SpeechDataLayer(DataLayer):
 
   Batches: ``source_tensors`` = (ids [B, N], lengths), ``target_tensors`` = (frames
   [B, T, F], stop tokens [B, T], lengths with the end frames); no targets at inference.
+  With ``style_input: "wav"`` (global style tokens) the source also carries a style
+  reference, (mel frames [B, T', F_mel], lengths): the utterance's own in training and eval,
+  at inference each CSV line's WAV or the one ``style_wav``.
   """
 
   PARAMS = {
@@ -102,6 +105,11 @@ class Text2SpeechDataLayer(DataLayer):
       "duration_max": Param((int, None), 4000, "Drop utterances with more frames (None: keep)."),
       "shuffle": Param(bool, True, "Shuffle training utterances (never in eval/infer)."),
       "repeat": Param(bool, True, "Repeat training data forever (eval/infer: one pass)."),
+      "style_input": Param((str, None), None, "GST: 'wav' adds a style reference to the "
+                           "source (each utterance's own mel frames; infer: each CSV line's "
+                           "WAV unless style_wav).", choices=(None, "wav")),
+      "style_wav": Param((str, None), None, "infer / interactive_infer with style_input "
+                         "'wav': one reference recording for every sentence."),
   }
 
   def __init__(self, params: dict[str, Any], mode: str = "train", batch_size: int = 32,
@@ -117,6 +125,7 @@ class Text2SpeechDataLayer(DataLayer):
     self.paths: list[str] = []
     self.transcripts: list[str] = []
     self._text_ids: list[list[int]] = []
+    self._style_frames = self._reference_frames() if self.inference else None
     if mode != "interactive_infer":
       if not p["dataset_files"]:
         raise ConfigError(f"data_layer_params/dataset_files: needed in {mode} mode")
@@ -162,6 +171,32 @@ class Text2SpeechDataLayer(DataLayer):
         normalize_std=p["feature_normalize_std"] if normalize else 1.0,
         trim=p["trim"], trim_top_db=p["trim_top_db"])
 
+  def _reference_frames(self) -> np.ndarray | None:
+    """The style reference of every sentence at inference (``style_wav``), or None."""
+    p = self.params
+    if p["style_wav"] is None:
+      return None
+    if p["style_input"] != "wav":
+      raise ConfigError("data_layer_params/style_wav: needs style_input 'wav'")
+    if not os.path.isfile(p["style_wav"]):
+      raise DataError(f"data_layer_params/style_wav: {p['style_wav']} does not exist")
+    check_audio_header(p["style_wav"], self.features.sample_rate, p["resample"],
+                       "data_layer_params/style_wav")
+    signal = read_audio(p["style_wav"], self.features.sample_rate, p["resample"])
+    frames = self.features.compute(tf.constant(signal, tf.float32)).numpy()
+    return frames[:, :self._style_features]
+
+  @property
+  def _style_features(self) -> int:
+    """Features of the style reference: the mel part (all frames without mel)."""
+    return self.features.num_mel or self.features.num_features
+
+  @property
+  def _reads_audio(self) -> bool:
+    """Whether the files of each line are read: targets, or per-line style references."""
+    return not self.inference or (self.params["style_input"] == "wav" and
+                                  self._style_frames is None)
+
   @property
   def description(self) -> Text2SpeechDescription:
     return Text2SpeechDescription(src_vocab_size=self.text.vocab_size,
@@ -192,7 +227,7 @@ class Text2SpeechDataLayer(DataLayer):
           self.names.append(name)
           self.transcripts.append(fields[-1].strip())
           self._text_ids.append(self._encode(fields[-1], where))
-          if not self.inference:
+          if self._reads_audio:
             path = os.path.join(base, "wavs", name if name.endswith(".wav") else name + ".wav")
             if not os.path.isfile(path):
               raise DataError(f"{where}: {path} not found")
@@ -238,10 +273,10 @@ class Text2SpeechDataLayer(DataLayer):
     rows = transforms.slices(self._text_columns(ids))
     common = dict(num_shards=self.num_workers, shard_index=self.worker_id,
                   map_fn=self._model_inputs)
-    if self.inference:
+    if not self._reads_audio:
       return transforms.inference_pipeline(rows, self._batching(), **common)
     common["process_fn"] = self._process
-    if self.mode != "train":
+    if self.mode != "train":  # eval, or infer reading each line's style reference
       return transforms.inference_pipeline(rows, self._batching(), **common)
     buffer = max(1, self.get_size_in_samples()) if self.params["shuffle"] else None
     return transforms.training_pipeline(rows, self._batching(), shuffle_buffer_size=buffer,
@@ -294,7 +329,9 @@ class Text2SpeechDataLayer(DataLayer):
 
   def _model_inputs(self, batch: dict) -> dict:
     inputs = {"source_tensors": (batch["source"], batch["source_length"]), "id": batch["id"]}
-    if "target" in batch:
+    if self.params["style_input"] == "wav":
+      inputs["source_tensors"] += self._style_reference(batch)
+    if "target" in batch and not self.inference:
       frames = tf.shape(batch["target"])[1]
       speech = tf.sequence_mask(batch["speech_length"], frames)
       # Batch padding (zeros) becomes silent frames; the stop token is 1 after the speech.
@@ -305,6 +342,18 @@ class Text2SpeechDataLayer(DataLayer):
       stop = 1.0 - tf.cast(speech, tf.float32)
       inputs["target_tensors"] = (target, stop, batch["target_length"])
     return inputs
+
+  def _style_reference(self, batch: dict) -> tuple:
+    """(reference frames [B, T, F_style], lengths) for GST, or () when there is none
+    (interactive_infer without style_wav: the encoder may use its token_weights)."""
+    batch_size = tf.shape(batch["id"])[0]
+    if self._style_frames is not None:
+      frames = tf.tile(tf.constant(self._style_frames)[None], [batch_size, 1, 1])
+      return frames, tf.fill([batch_size], tf.shape(frames)[1])
+    if "target" not in batch:
+      return ()
+    return (batch["target"][:, :, :self._style_features],
+            tf.cast(batch["speech_length"], tf.int32))
 
   def dataset_from_inputs(self, inputs: Iterable[str]) -> tf.data.Dataset:
     """Batches of typed sentences (``interactive_infer``)."""
