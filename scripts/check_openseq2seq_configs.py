@@ -44,9 +44,8 @@ from open_seq2seq.utils import porting  # noqa: E402  pylint: disable=wrong-impo
 #: Which issue brings each OpenSeq2Seq class (or module) this project does not have yet.
 FAMILIES = {
     "translation RNN/ConvS2S (issue 11)": ("GNMTLikeEncoderWithEmbedding_cuDNN",),
-    "TTS (issue 12)": (
-        "Text2SpeechCentaur", "Text2SpeechWavenet", "CentaurEncoder", "CentaurDecoder",
-        "WavenetEncoder", "WavenetDataLayer", "WavenetLoss"),
+    "TTS (issue 12)": ("Text2SpeechWavenet", "WavenetEncoder", "WavenetDataLayer",
+                       "WavenetLoss"),
     "LM (issue 13)": (
         "LSTMLM", "LMEncoder", "WKTDataLayer", "IMDBDataLayer", "SSTDataLayer",
         "WeightDropLayerNormBasicLSTMCell", "BasicSampledSequenceLoss",

@@ -1,5 +1,6 @@
 """Decoders."""
 
+from open_seq2seq.decoders.centaur_decoder import CentaurDecoder
 from open_seq2seq.decoders.convs2s_decoder import ConvS2SDecoder
 from open_seq2seq.decoders.decoder import Decoder
 from open_seq2seq.decoders.fake_decoder import FakeDecoder
@@ -13,4 +14,4 @@ from open_seq2seq.decoders.transformer_decoder import TransformerDecoder
 __all__ = ["Decoder", "TransformerDecoder", "FullyConnectedCTCDecoder",
            "FullyConnectedDecoder", "FakeDecoder", "ConvS2SDecoder",
            "RNNDecoderWithAttention", "BeamSearchRNNDecoderWithAttention",
-           "Tacotron2Decoder"]
+           "Tacotron2Decoder", "CentaurDecoder"]

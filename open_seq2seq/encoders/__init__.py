@@ -1,5 +1,6 @@
 """Encoders."""
 
+from open_seq2seq.encoders.centaur_encoder import CentaurEncoder
 from open_seq2seq.encoders.cnn_encoder import CNNEncoder
 from open_seq2seq.encoders.convs2s_encoder import ConvS2SEncoder
 from open_seq2seq.encoders.ds2_encoder import DeepSpeech2Encoder
@@ -16,4 +17,4 @@ from open_seq2seq.encoders.transformer_encoder import TransformerEncoder
 __all__ = ["Encoder", "TransformerEncoder", "DeepSpeech2Encoder", "TDNNEncoder", "ResNetEncoder",
            "CNNEncoder", "LMEncoder", "UnidirectionalRNNEncoderWithEmbedding",
            "BidirectionalRNNEncoderWithEmbedding", "GNMTLikeEncoderWithEmbedding", "ConvS2SEncoder",
-           "Tacotron2Encoder"]
+           "Tacotron2Encoder", "CentaurEncoder"]

@@ -4,7 +4,8 @@ For each file (found recursively, so a new family's configs are picked up by the
 the config loads in every mode, then ``python run.py --mode=train_eval --max_steps=2`` trains
 two steps on tiny generated data with the backend the config asks for, evaluates, writes its
 checkpoint, and ``--mode=infer`` restores it and predicts every input (models up to
-``INFER_MAX_PARAMS``). Only data and steps shrink (a family helper in tests/helpers/ writes
+``INFER_MAX_PARAMS``, once per combination of components, see ``_infer_key``). Only data
+and steps shrink (a family helper in tests/helpers/ writes
 the data and gives the overrides); the model keeps the config's own size.
 
 Backends as a user of this machine gets them:
@@ -68,6 +69,8 @@ PUBLISHED_SIZES = {"jasper10x5_LibriSpeech_nvgrad.py": 333e6,
 #: models up to this size. Above it, it costs 15-40 s more per config on 2 cores and runs the
 #: forward pass the train_eval's eval just ran; restore and output are covered by the others.
 INFER_MAX_PARAMS = 25_000_000
+#: Component combinations whose infer already ran in this session (``_infer_key``).
+_INFERRED: set = set()
 TIMEOUT = 1800
 #: Launcher variables that would turn a run into a multi-process job.
 _JOB_VARIABLES = ("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "MPI_LOCAL", "TF_CONFIG",
@@ -171,6 +174,20 @@ def test_a_towers_config_as_shipped_says_what_to_do_without_its_gpus(tmp_path):
   assert not os.path.exists(os.path.join(logdir, "checkpoint"))
 
 
+def _infer_key(params: dict) -> tuple:
+  """What an infer run exercises: the components, the switches they turn on (True booleans
+  such as ``style_embedding_enable``) and the dtype. Infer runs for the first config of each
+  combination (sizes and training keys differ between the others: train_eval covers them),
+  which saves a process start, a rebuild and a restore per repeated combination
+  (resnet-50-v1/v2, the LM and transfer configs, the Jasper family ...)."""
+  names = [getattr(params.get(slot), "__name__", str(params.get(slot)))
+           for slot in ("data_layer", "encoder", "decoder", "loss")]
+  switches = sorted(f"{slot}/{key}" for slot in ("encoder", "decoder")
+                    for key, value in (params.get(f"{slot}_params") or {}).items()
+                    if value is True)
+  return (*names, *switches, str(params["dtype"]))
+
+
 def _train_eval_and_infer(path: str, logdir: str, data: list[str], examples: int,
                           params: dict) -> dict[str, float]:
   """Runs and checks train_eval then infer in ``logdir``; returns the seconds of each run."""
@@ -202,8 +219,10 @@ def _train_eval_and_infer(path: str, logdir: str, data: list[str], examples: int
   notice = ignored_devices_notice(params, 1) if backend == "horovod" else None
   assert notices == ([f"notice: {notice}"] if notice else []), _explain(result)
 
-  if int(started.group(1).replace(",", "")) > INFER_MAX_PARAMS:
+  if int(started.group(1).replace(",", "")) > INFER_MAX_PARAMS or \
+      _infer_key(params) in _INFERRED:
     return times
+  _INFERRED.add(_infer_key(params))
   output = os.path.join(logdir, "infer-out.txt")
   result, times["infer"] = _run(common + flags + ["--mode=infer",
                                                   f"--infer_output_file={output}"])

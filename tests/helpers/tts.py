@@ -46,3 +46,13 @@ def make_synthetic_corpus(directory: str, splits: dict[str, int], seed: int = 0,
   """The espeak-ng single-voice corpus of scripts/make_synthetic_speech.py --tts."""
   return load_script("make_synthetic_speech").make_tts_corpus(directory, splits, seed=seed,
                                                               speeds=speeds)
+
+
+def assert_aligned(metrics: dict) -> None:
+  """Issue 12's learning thresholds on an eval record of metrics.jsonl: teacher-forced band
+  mass > 0.8 and focus rate > 0.4, free-running band mass > 0.7, >= 80 % of sentences
+  stopping within 20 % of their length (untrained: ~0.2, ~1/N, ~0.2, 0)."""
+  assert metrics["eval/band_mass"] > 0.8, metrics
+  assert metrics["eval/focus_rate"] > 0.4, metrics
+  assert metrics["eval/free_band_mass"] > 0.7, metrics
+  assert metrics["eval/stop_accuracy"] >= 0.8, metrics

@@ -153,6 +153,20 @@ def test_duration_max_filters_training_only(corpus):
   assert sorted(by_id(layer(corpus, duration_max=limit))) == [0, 1, 2, 3]
 
 
+@pytest.mark.parametrize("use_cache", [False, True])
+def test_use_cache_reads_each_file_once(corpus, monkeypatch, use_cache):
+  from open_seq2seq.data.text2speech import text2speech
+  reads = []
+  real = text2speech.read_audio
+  monkeypatch.setattr(text2speech, "read_audio", lambda path, *a: reads.append(path) or
+                      real(path, *a))
+  data = layer(corpus, use_cache=use_cache)
+  first, second = by_id(data), by_id(data)
+  assert len(reads) == (4 if use_cache else 8) and len(set(reads)) == 4
+  for index, (_, spec, _, _) in first.items():
+    np.testing.assert_array_equal(second[index][1], spec)
+
+
 def test_pad_value_and_dataset_defaults(corpus):
   ids, spec, stop, length = by_id(layer(corpus, pad_value=-3.0))[0]
   speech = int((stop == 0).sum())

@@ -108,6 +108,8 @@ class Text2SpeechDataLayer(DataLayer):
       "style_input": Param((str, None), None, "GST: 'wav' adds a style reference to the "
                            "source (each utterance's own mel frames; infer: each CSV line's "
                            "WAV unless style_wav).", choices=(None, "wav")),
+      "use_cache": Param(bool, False, "Keep each decoded (resampled) waveform in memory after "
+                         "its first read (features are computed in-graph from it)."),
       "style_wav": Param((str, None), None, "infer / interactive_infer with style_input "
                          "'wav': one reference recording for every sentence."),
   }
@@ -125,6 +127,7 @@ class Text2SpeechDataLayer(DataLayer):
     self.paths: list[str] = []
     self.transcripts: list[str] = []
     self._text_ids: list[list[int]] = []
+    self._waveforms: dict[int, np.ndarray] = {}  # use_cache
     self._style_frames = self._reference_frames() if self.inference else None
     if mode != "interactive_infer":
       if not p["dataset_files"]:
@@ -290,8 +293,14 @@ class Text2SpeechDataLayer(DataLayer):
         "source_length": lengths, "id": ids.astype(np.int64)}
 
   def _read(self, index: np.int64) -> np.ndarray:
-    return read_audio(self.paths[int(index)], self.features.sample_rate,
-                      self.params["resample"]).astype(np.float32)
+    index = int(index)
+    signal = self._waveforms.get(index)
+    if signal is None:
+      signal = read_audio(self.paths[index], self.features.sample_rate,
+                          self.params["resample"]).astype(np.float32)
+      if self.params["use_cache"]:
+        self._waveforms[index] = signal
+    return signal
 
   def _process(self, rows: tf.data.Dataset) -> tf.data.Dataset:
     """Text rows -> + features, end-of-speech frames, duration filter (train and eval)."""
