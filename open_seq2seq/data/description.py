@@ -125,3 +125,20 @@ class Text2SpeechDescription(DataDescription):
   src_vocab_size: int
   idx2symbol: tuple[str, ...]
   features: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class WavenetDescription(DataDescription):
+  """Mel frames and mu-law sample ids in, sample ids out (a WaveNet vocoder).
+
+  Attributes:
+    num_audio_features: mel channels of a conditioning frame.
+    quantization_channels: mu-law bins of a sample id.
+    hop_length: samples per frame: frame i conditions samples i*hop .. (i+1)*hop - 1.
+    sample_rate: samples per second.
+  """
+
+  num_audio_features: int
+  quantization_channels: int
+  hop_length: int
+  sample_rate: int

@@ -13,8 +13,9 @@ from open_seq2seq.encoders.rnn_encoders import (BidirectionalRNNEncoderWithEmbed
 from open_seq2seq.encoders.tacotron2_encoder import Tacotron2Encoder
 from open_seq2seq.encoders.tdnn_encoder import TDNNEncoder
 from open_seq2seq.encoders.transformer_encoder import TransformerEncoder
+from open_seq2seq.encoders.wavenet_encoder import WavenetEncoder
 
 __all__ = ["Encoder", "TransformerEncoder", "DeepSpeech2Encoder", "TDNNEncoder", "ResNetEncoder",
            "CNNEncoder", "LMEncoder", "UnidirectionalRNNEncoderWithEmbedding",
            "BidirectionalRNNEncoderWithEmbedding", "GNMTLikeEncoderWithEmbedding", "ConvS2SEncoder",
-           "Tacotron2Encoder", "CentaurEncoder"]
+           "Tacotron2Encoder", "WavenetEncoder", "CentaurEncoder"]

@@ -6,6 +6,7 @@ from open_seq2seq.losses.sequence_loss import (BasicSampledSequenceLoss, BasicSe
                                                CrossEntropyLoss,
                                                PaddedCrossEntropyLossWithSmoothing)
 from open_seq2seq.losses.text2speech_loss import TacotronLoss, Text2SpeechLoss
+from open_seq2seq.losses.wavenet_loss import WavenetLoss
 
 __all__ = ["Loss", "CTCLoss", "BasicSequenceLoss", "BasicSampledSequenceLoss", "CrossEntropyLoss",
-           "PaddedCrossEntropyLossWithSmoothing", "Text2SpeechLoss", "TacotronLoss"]
+           "PaddedCrossEntropyLossWithSmoothing", "Text2SpeechLoss", "TacotronLoss", "WavenetLoss"]

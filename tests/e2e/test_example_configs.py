@@ -40,7 +40,7 @@ import pytest
 
 from open_seq2seq.config import load_config, load_config_module
 from open_seq2seq.distributed.horovod_backend import ignored_devices_notice
-from tests.helpers import image, lm, speech, toy, tts
+from tests.helpers import image, lm, speech, toy, tts, wavenet
 
 pytestmark = pytest.mark.slow
 
@@ -56,6 +56,7 @@ DATA: dict[str, Callable[[str], tuple[list[str], int]]] = {
     "Image2Label": image.example_config_overrides,
     "LSTMLM": lm.example_config_overrides,
     "Text2Speech": tts.example_config_overrides,
+    "Text2SpeechWavenet": wavenet.example_config_overrides,
 }
 
 STEPS = 2

@@ -21,6 +21,20 @@ from open_seq2seq.utils.params import AnyType, Param
 DATASETS = {"LJ": (22050, 1024), "MAILABS": (16000, 800)}
 
 
+#: The audio and STFT keys of the speech-synthesis data layers (Tacotron, WaveNet).
+AUDIO_PARAMS = {
+    "sampling_rate": Param((int, None), None, "Audio rate (default: the dataset's, else 22050)."),
+    "resample": Param(bool, True, "Resample files at another rate (else a DataError)."),
+    "n_fft": Param((int, None), None, "FFT size (default: the dataset's, else 1024)."),
+    "hop_length": Param((int, None), None, "Samples between frames (default n_fft / 4)."),
+    "win_length": Param((int, None), None, "Hann window length (default n_fft)."),
+    "mel_type": Param(str, "htk", "Mel filters: 'htk' or 'slaney'.", choices=("htk", "slaney")),
+    "fmin": Param(float, 0.0, "Lowest mel filter frequency (Hz)."),
+    "fmax": Param((float, int, None), None, "Highest mel filter frequency (None: Nyquist)."),
+    "mag_power": Param((int, float), 2, "Power of the magnitude before mel and log."),
+}
+
+
 def packaged_path(path: str) -> str:
   """``path`` as given, or, when it is relative and missing, the file the package ships under
   that name (OpenSeq2Seq's configs name ``open_seq2seq/test_utils/vocab_tts.txt`` relative to
@@ -79,15 +93,7 @@ class Text2SpeechDataLayer(DataLayer):
                                   "'both' {'mel': n, 'magnitude': m}."),
       "output_type": Param(str, doc="Targets: 'magnitude', 'mel' or 'both'.",
                            choices=OUTPUT_TYPES),
-      "sampling_rate": Param((int, None), None, "Audio rate (default: the dataset's, else 22050)."),
-      "resample": Param(bool, True, "Resample files at another rate (else a DataError)."),
-      "n_fft": Param((int, None), None, "FFT size (default: the dataset's, else 1024)."),
-      "hop_length": Param((int, None), None, "Samples between frames (default n_fft / 4)."),
-      "win_length": Param((int, None), None, "Hann window length (default n_fft)."),
-      "mel_type": Param(str, "htk", "Mel filters: 'htk' or 'slaney'.", choices=("htk", "slaney")),
-      "fmin": Param(float, 0.0, "Lowest mel filter frequency (Hz)."),
-      "fmax": Param((float, int, None), None, "Highest mel filter frequency (None: Nyquist)."),
-      "mag_power": Param((int, float), 2, "Power of the magnitude before mel and log."),
+      **AUDIO_PARAMS,
       "data_min": Param((float, dict, None), None, "Floor before the log: a number, or "
                         "{'mel': a, 'magnitude': b} (default 1e-5)."),
       "exp_mag": Param((bool, None), None, "'both': the magnitude part is linear (default True "

@@ -1,0 +1,1 @@
+"""Building blocks of the WaveNet vocoder (``encoders/wavenet_encoder.py``)."""
