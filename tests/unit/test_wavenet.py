@@ -4,6 +4,7 @@ model's metrics and outputs, and one-line config errors. Tiny sizes, seconds eac
 
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -27,6 +28,10 @@ DATA = {"num_audio_features": 8, "sampling_rate": RATE, "n_fft": 64, "hop_length
 
 
 def encoder(params=None, **kwargs):
+  # Seeded weights: with 8 filters the ReLUs after the skip sum can silence every channel at
+  # a position for some initializations (about one in a few hundred positions), which would
+  # hide a change there from the causality test below.
+  keras.utils.set_random_seed(7)
   kwargs.setdefault("quantization_channels", Q)
   kwargs.setdefault("hop_length", HOP)
   kwargs.setdefault("random_seed", 3)
