@@ -13,22 +13,30 @@ VOCAB = os.path.join(ROOT, "open_seq2seq", "test_utils", "vocab_tts.txt")
 CONFIG_DIR = os.path.join(ROOT, "example_configs", "text2speech")
 
 
-def write_corpus(directory: str, transcripts: list[str], durations: list[float],
-                 sample_rate: int = 16000, name: str = "train.csv") -> str:
-  """Tones of the given durations as ``wavs/utt<i>.wav`` and a ``name|raw|normalized`` CSV;
-  returns the CSV's path."""
+def write_clips(directory: str, signals: list, transcripts: list[str], sample_rate: int,
+                name: str = "train.csv", prefix: str = "utt") -> str:
+  """``wavs/<prefix><i>.wav`` (16-bit PCM) and a header-less ``name|raw|normalized`` CSV of
+  the transcripts; returns the CSV's path."""
   import soundfile
   os.makedirs(os.path.join(directory, "wavs"), exist_ok=True)
   lines = []
-  for i, (text, seconds) in enumerate(zip(transcripts, durations)):
-    samples = tone(seconds, 300.0 + 60.0 * i, sample_rate, seed=i)
-    soundfile.write(os.path.join(directory, "wavs", f"utt{i}.wav"), samples, sample_rate,
+  for i, (signal, text) in enumerate(zip(signals, transcripts)):
+    soundfile.write(os.path.join(directory, "wavs", f"{prefix}{i}.wav"), signal, sample_rate,
                     subtype="PCM_16")
-    lines.append(f"utt{i}|{text}|{text.lower()}")
+    lines.append(f"{prefix}{i}|{text}|{text.lower()}")
   path = os.path.join(directory, name)
   with open(path, "w", encoding="utf-8") as f:
     f.write("\n".join(lines) + "\n")
   return path
+
+
+def write_corpus(directory: str, transcripts: list[str], durations: list[float],
+                 sample_rate: int = 16000, name: str = "train.csv") -> str:
+  """Tones of the given durations as ``wavs/utt<i>.wav`` and a ``name|raw|normalized`` CSV;
+  returns the CSV's path."""
+  signals = [tone(seconds, 300.0 + 60.0 * i, sample_rate, seed=i)
+             for i, seconds in enumerate(durations)]
+  return write_clips(directory, signals, transcripts, sample_rate, name)
 
 
 def example_config_overrides(directory: str) -> tuple[list[str], int]:

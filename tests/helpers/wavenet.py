@@ -6,6 +6,8 @@ import os
 
 import numpy as np
 
+from tests.helpers.tts import write_clips
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG_DIR = os.path.join(ROOT, "example_configs", "text2speech")
 
@@ -20,19 +22,9 @@ def chirp(seconds: float, start_hz: float, end_hz: float, sample_rate: int,
 
 def write_corpus(directory: str, signals: list[np.ndarray], sample_rate: int,
                  name: str = "train.csv", prefix: str = "clip") -> str:
-  """``wavs/<prefix><i>.wav`` (16-bit PCM) and a header-less ``name|raw|normalized`` CSV;
-  returns the CSV's path."""
-  import soundfile
-  os.makedirs(os.path.join(directory, "wavs"), exist_ok=True)
-  lines = []
-  for i, signal in enumerate(signals):
-    soundfile.write(os.path.join(directory, "wavs", f"{prefix}{i}.wav"), signal, sample_rate,
-                    subtype="PCM_16")
-    lines.append(f"{prefix}{i}|Clip {i}.|clip {i}.")
-  path = os.path.join(directory, name)
-  with open(path, "w", encoding="utf-8") as f:
-    f.write("\n".join(lines) + "\n")
-  return path
+  """``wavs/<prefix><i>.wav`` and a ``name|raw|normalized`` CSV ("Clip i."); returns its path."""
+  return write_clips(directory, signals, [f"Clip {i}." for i in range(len(signals))],
+                     sample_rate, name, prefix)
 
 
 def example_config_overrides(directory: str) -> tuple[list[str], int]:
