@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from typing import Callable
 
@@ -40,7 +39,7 @@ import pytest
 
 from open_seq2seq.config import load_config, load_config_module
 from open_seq2seq.distributed.horovod_backend import ignored_devices_notice
-from tests.helpers import image, lm, speech, toy, tts, wavenet
+from tests.helpers import image, lm, speech, toy, tts, warm_cli, wavenet
 
 pytestmark = pytest.mark.slow
 
@@ -92,12 +91,12 @@ def _gpus() -> int:
 
 
 def _run(args: list[str]) -> tuple[subprocess.CompletedProcess, float]:
-  """``python run.py ARGS`` from the repository root as one process; (result, seconds)."""
+  """``python run.py ARGS`` from the repository root as one process (started warm: the
+  package is imported once, tests/helpers/warm_cli.py); (result, seconds)."""
   env = {k: v for k, v in os.environ.items() if not k.startswith(_JOB_VARIABLES)}
   env.update(PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
   start = time.monotonic()
-  result = subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=TIMEOUT, env=env)
+  result = warm_cli.run(args, env, cwd=ROOT, timeout=TIMEOUT)
   return result, time.monotonic() - start
 
 

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+from tests.helpers import warm_cli
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOY_CONFIG = os.path.join(ROOT, "example_configs", "text2text", "toy-reversal",
                           "nmt-reversal-TT.py")
@@ -55,6 +57,8 @@ def run_cli(args: list[str], cwd: str | None = None, timeout: int = 600,
   """Runs ``python run.py ARGS`` (``stdin``: text typed into it) and returns the completed
   process (never raises on rc)."""
   full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT, **(env or {}))
+  if stdin is None:  # a run that reads nothing from stdin starts warm (tests/helpers/warm_cli.py)
+    return warm_cli.run(args, full_env, cwd=cwd, timeout=timeout)
   return subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), *args], cwd=cwd,
                         input=stdin, capture_output=True, text=True, timeout=timeout,
                         env=full_env)
