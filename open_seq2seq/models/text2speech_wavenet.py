@@ -12,7 +12,7 @@ from open_seq2seq.data.description import DataDescription, WavenetDescription
 from open_seq2seq.data.text2speech.wavenet import mu_law_decode
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
-from open_seq2seq.outputs import CsvRows, InferenceOutput, WavFile
+from open_seq2seq.outputs import AudioSample, CsvRows, InferenceOutput, WavFile
 
 
 def entropy(counts: np.ndarray) -> float:
@@ -37,6 +37,11 @@ class Text2SpeechWavenet(Model):
   * ``unigram_entropy``: the entropy of the eval targets' own bin histogram: the cross-entropy
     of the best model that ignores context and conditioning. A model has learned something
     from the past samples and the mel frames only where ``cross_entropy`` is below it.
+
+  Samples (every ``print_samples_steps``) print the teacher-forced bin accuracy of one training
+  window and send two clips of it to TensorBoard: ``teacher_forced_audio``, each sample the
+  most likely bin given the true past (what OpenSeq2Seq wrote as ``sample_step<N>_train.wav``),
+  and ``target_audio``, the window itself.
 
   Infer synthesizes each input's mel frames into ``<logdir>/infer_audio/<name>.wav`` and writes
   a CSV (name, wav path, seconds) to ``--infer_output_file``; ``interactive_infer`` writes
@@ -112,6 +117,19 @@ class Text2SpeechWavenet(Model):
       lines.append(f"Sample {name}: teacher-forced bin accuracy {accuracy:.3f} over "
                    f"{int(keep.sum())} samples")
     return lines
+
+  def sample_summaries(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
+                       ) -> list:
+    if "logits" not in outputs or "target_tensors" not in batch:
+      return []
+    targets, mask = batch["target_tensors"]
+    keep = mask[0] > 0
+    if not keep.any():
+      return []
+    channels, rate = self.quantization_channels, self.description.sample_rate
+    predicted = np.argmax(outputs["logits"][0], axis=-1)[keep]
+    return [AudioSample("teacher_forced_audio", mu_law_decode(predicted, channels), rate),
+            AudioSample("target_audio", mu_law_decode(targets[0][keep], channels), rate)]
 
   def evaluate(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
     """Per window: (id, (cross-entropy sum, correct, count, target histogram))."""

@@ -404,6 +404,28 @@ def test_model_eval_metrics_and_infer_outputs(corpus, tmp_path):
   assert len(rows) == 1 and len(rows[0].records) == 3 and rows[0].path is None
 
 
+def test_samples_are_a_training_windows_prediction_and_target_as_audio(corpus, tmp_path):
+  csv, _ = corpus
+  config = dict(model_config(csv, str(tmp_path)), max_steps=1)
+  model = Text2SpeechWavenet(resolve_config(Text2SpeechWavenet, config, "train"), "train")
+  batch = tf.nest.map_structure(lambda t: t.numpy(),
+                                next(iter(model.data_layer.build_dataset())))
+  outputs = tf.nest.map_structure(lambda t: t.numpy(), model.predict(batch))
+  lines = model.format_samples(batch, outputs)
+  samples = {s.name: s for s in model.sample_summaries(batch, outputs)}
+  assert len(lines) == 1 and "teacher-forced bin accuracy" in lines[0]
+  assert set(samples) == {"teacher_forced_audio", "target_audio"}
+  targets, mask = batch["target_tensors"]
+  counted = mask[0] > 0  # the samples the loss counts (not always a prefix of the window)
+  predicted = np.argmax(outputs["logits"][0], axis=-1)[counted]
+  for sample, ids in ((samples["teacher_forced_audio"], predicted),
+                      (samples["target_audio"], targets[0][counted])):
+    assert sample.sample_rate == model.description.sample_rate
+    np.testing.assert_array_equal(sample.samples, mu_law_decode(ids, 32))
+  assert model.sample_summaries({"id": batch["id"], "source_tensors": batch["source_tensors"]},
+                                outputs) == []
+
+
 # ----------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("params, kwargs, message", [
     ({"filters": 1}, {}, "encoder_params/filters: must be at least 2"),
