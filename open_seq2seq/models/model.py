@@ -22,6 +22,7 @@ import tensorflow as tf
 from open_seq2seq.data.description import DataDescription
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.optimizers.larc import LARC_PARAMS_TYPE
+from open_seq2seq.training.early_stopping import EARLY_STOPPING_TYPE
 from open_seq2seq.outputs import InferenceOutput, SampleSummary, TextLines
 from open_seq2seq.parts import data_init
 from open_seq2seq.training.step_summaries import SUMMARY_NAMES, SUMMARY_NAMES_TYPE
@@ -91,6 +92,10 @@ class Model(Configurable):
       "save_checkpoint_steps": Param(_STEPS, None, "Checkpoint every N steps (and at the end)."),
       "num_checkpoints": Param(int, 5, "Number of latest checkpoints kept."),
       "eval_steps": Param(_STEPS, None, "In train_eval, evaluate every N steps (and at the end)."),
+      "early_stopping": Param((EARLY_STOPPING_TYPE, None), None,
+                              "Stop train_eval when an eval metric stops improving: {metric, "
+                              "patience, min_delta, higher_is_better} "
+                              "(training/early_stopping.py)."),
       "restore_best_checkpoint": Param(bool, False,
                                        "Eval/infer from the best checkpoint by eval metric."),
       "load_model": Param((str, None), None,

@@ -16,12 +16,13 @@ import numpy as np
 import tensorflow as tf
 
 from open_seq2seq.distributed.backend import Backend
-from open_seq2seq.errors import DivergenceError
+from open_seq2seq.errors import ConfigError, DivergenceError
 from open_seq2seq.models.model import Model
 from open_seq2seq.training import reporting, stopping
 from open_seq2seq.training.checkpoints import (CheckpointStore, load_pretrained,
                                                model_checkpoint_object, named_variables,
                                                non_finite)
+from open_seq2seq.training.early_stopping import EarlyStopping
 from open_seq2seq.training.evaluator import Evaluator, to_numpy
 from open_seq2seq.training.reporting import Reporter, StepStats, every, log
 from open_seq2seq.training.train_step import TrainStep
@@ -73,6 +74,10 @@ class Trainer:
     self.step = TrainStep(model, self.backend, self.max_steps, self.steps_per_epoch,
                           count_units=layer.count_units)
     self.evaluator = Evaluator(model, self.backend)
+    self.early_stopping = EarlyStopping(self.params["early_stopping"], model.best_metric) \
+        if self.params.get("early_stopping") and model.mode == "train" else None
+    #: The metrics of the eval after which early stopping ended the loop (None: it did not).
+    self._stopped_early_metrics: dict[str, float] | None = None
     self.store: CheckpointStore | None = None
     self._data_iterator = None
     if self.is_chief:
@@ -104,6 +109,8 @@ class Trainer:
 
   def make_store(self, with_data: bool = False) -> CheckpointStore:
     objects = {"model": model_checkpoint_object(self.model.named_layers), **self.step.state()}
+    if self.early_stopping is not None:
+      objects["early_stopping"] = self.early_stopping
     if with_data and self._data_iterator is not None:
       objects["data"] = self._data_iterator
     self.store = CheckpointStore(self.logdir, objects, max_to_keep=self.params["num_checkpoints"],
@@ -175,7 +182,13 @@ class Trainer:
     """
     steps_per_epoch = self.steps_per_epoch or self._steps_per_epoch(train_layer)
     max_steps = benchmark_steps or self.max_steps
+    if self.early_stopping is not None and not benchmark_steps and \
+        (eval_layer is None or self.params["eval_steps"] is None):
+      raise ConfigError("early_stopping: needs evals during training: run --mode=train_eval "
+                        "with eval_steps set")
     first = self._start(train_layer, continue_learning, bool(benchmark_steps))
+    if self.early_stopping is not None and not benchmark_steps:
+      max_steps = self._steps_left_after_early_stop(max_steps)
     if on_start is not None:  # the run is built and restored: e.g. write its config now
       on_start()
     summaries = summaries if summaries is not None else reporting.Summaries(
@@ -264,11 +277,44 @@ class Trainer:
       reporter.step(step, values, samples, extras)
       if not saving:
         continue
-      if every(self.params["save_checkpoint_steps"], step):
-        self.store.save(step)
+      # Eval comes before the checkpoint of the same step: the checkpoint then holds what the
+      # eval changed (early stopping's counters), and a run resumed from it goes on as this one.
+      # The last step's eval and checkpoint are _finish's.
+      stop = None
       if eval_layer is not None and every(self.params["eval_steps"], step) and step < max_steps:
-        self.evaluate(eval_layer, summaries=reporter.summaries, step=step)
+        metrics = self.evaluate(eval_layer, summaries=reporter.summaries, step=step)
+        stop = self._count_eval(metrics, step)
+      if (every(self.params["save_checkpoint_steps"], step) and step < max_steps) or stop:
+        self.store.save(step)
+      if stop:
+        if self.is_chief:
+          log(stop)
+        self._stopped_early_metrics = metrics
+        break
     return last
+
+  def _count_eval(self, metrics: dict[str, float], step: int) -> str | None:
+    """Early stopping's verdict on this eval (None: go on, or no early stopping)."""
+    if self.early_stopping is None:
+      return None
+    try:
+      return self.early_stopping.update(metrics, step)
+    except ConfigError:
+      self.store.save(step)  # the steps trained so far are kept for --continue_learning
+      raise
+
+  def _steps_left_after_early_stop(self, max_steps: int) -> int:
+    """A resumed run that early stopping had already ended trains no further (unless its
+    patience was raised)."""
+    early = self.early_stopping
+    if int(early.evals_without_improvement.numpy()) < early.patience:
+      return max_steps
+    if self.is_chief:
+      log(f"early stopping had ended this run at step {self.global_step} ({early.metric} "
+          f"best at step {int(early.best_step.numpy())}); raise early_stopping/patience to "
+          f"train on")
+    self._stopped_early_metrics = {}  # nothing trained: no final eval to count or report
+    return self.global_step
 
   def _report_skip(self, step: int, values: dict, consecutive: int) -> None:
     if self.is_chief:
@@ -295,9 +341,18 @@ class Trainer:
 
   def _finish(self, last: dict, eval_layer, summaries: reporting.Summaries) -> dict:
     step = self.global_step
-    self.store.save(step)
-    if eval_layer is not None:
+    metrics = self._stopped_early_metrics
+    if eval_layer is not None and metrics is None:
+      if self.early_stopping is None:
+        self.store.save(step)  # before the final eval: a failing eval keeps the steps
       metrics = self.evaluate(eval_layer, summaries=summaries, step=step)
+      # With early stopping the final eval counts too, and the checkpoint after it holds
+      # the count: a run resumed with a larger max_steps goes on as one that never ended.
+      stop = self._count_eval(metrics, step)
+      if stop and self.is_chief:
+        log(stop)
+    self.store.save(step)
+    if metrics is not None:
       last.update({f"eval_{k}": v for k, v in metrics.items()})
       warning = nothing_learned(self.model.best_metric, self.model.chance_level, metrics, step)
       if warning and self.is_chief:
