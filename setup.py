@@ -33,8 +33,9 @@ setup(
     ],
     extras_require={
         "lm": ["kenlm"],  # n-gram LM fusion for CTC beam search (a pure-Python ARPA reader otherwise)
+        "plots": ["matplotlib"],  # scripts/plot_run.py: training curves as a PNG
         # kenlm builds from source (~2 min): the suite checks our ARPA reader and LM fusion against it
-        "test": ["pytest", "librosa==0.11.*", "jiwer", "kenlm", "rdata>=1.1"],
+        "test": ["pytest", "librosa==0.11.*", "jiwer", "kenlm", "rdata>=1.1", "matplotlib"],
     },
     entry_points={"console_scripts": ["open-seq2seq=open_seq2seq.cli:main"]},
 )

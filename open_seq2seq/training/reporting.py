@@ -95,7 +95,8 @@ class Summaries:
     self._writer.flush()
     if not jsonl:
       return
-    record = {"step": step, **{prefix + k: float(v) for k, v in values.items()}}
+    record = {"step": step, "time": round(time.time(), 3),
+              **{prefix + k: float(v) for k, v in values.items()}}
     with open(self._jsonl, "a", encoding="utf-8") as f:
       f.write(json.dumps(record) + "\n")
 
@@ -154,24 +155,32 @@ class StepStats:
     self.unit_scale = unit_scale
     self.step_times: list[float] = []
     self.step_units: list[float] = []
+    #: name -> [start time, units, steps]: "console" (the loss line), "summaries" (scalars)
+    self._windows: dict[str, list[float]] = {}
     self.reset_window()
+    self.reset_window("summaries")
 
-  def reset_window(self) -> None:
-    self._window_start = time.time()
-    self._window_units = 0.0
-    self._window_steps = 0
+  @property
+  def summary_key(self) -> str:
+    """The scalar name of the throughput: ``tokens_per_s``, ``s_of_audio_per_s`` ..."""
+    return "_".join(self.unit.replace("/", " ").split()) + "_per_s"
+
+  def reset_window(self, name: str = "console") -> None:
+    self._windows[name] = [time.time(), 0.0, 0]
 
   def add(self, seconds: float, counted: int) -> None:
     units = counted * self.unit_scale
     self.step_times.append(seconds)
     self.step_units.append(units)
-    self._window_units += units
-    self._window_steps += 1
+    for window in self._windows.values():
+      window[1] += units
+      window[2] += 1
 
-  def window(self) -> tuple[float, float]:
-    """(seconds per step, units per second) since the last :meth:`reset_window`."""
-    elapsed = max(time.time() - self._window_start, 1e-9)
-    return elapsed / max(self._window_steps, 1), self._window_units / elapsed
+  def window(self, name: str = "console") -> tuple[float, float]:
+    """(seconds per step, units per second) since the last :meth:`reset_window` of ``name``."""
+    start, units, steps = self._windows[name]
+    elapsed = max(time.time() - start, 1e-9)
+    return elapsed / max(steps, 1), units / elapsed
 
   def benchmark(self, warmup: int) -> dict[str, Any]:
     """Median step time and units/s over the steps after ``warmup``."""
@@ -233,6 +242,10 @@ class Reporter:
           scalars[name] = float(values[name])
       if "global_clipped_gradient_norm" in values and "global_gradient_norm" in scalars:
         scalars["global_clipped_gradient_norm"] = float(values["global_clipped_gradient_norm"])
+      # throughput since the last summaries (for curves; the console line has its own window)
+      seconds, rate = self.stats.window("summaries")
+      self.stats.reset_window("summaries")
+      scalars.update({"step_time": seconds, self.stats.summary_key: rate})
       self.summaries.scalars(step, scalars, prefix="train/")
       if variable_summaries is not None:
         # One tag per variable: TensorBoard only, under OpenSeq2Seq's top-level names.

@@ -34,9 +34,12 @@ def test_step_stats_scale_units_and_skip_warmup(monkeypatch):
   stats.add(1.0, 200)
   stats.add(1.0, 200)
   assert stats.window() == pytest.approx((2.0, 1.0))  # 4 s of audio in 4 s
+  assert stats.summary_key == "s_of_audio_per_s"
 
 
-def test_chief_reports_scalars_lines_and_samples(tmp_path, capsys):
+def test_chief_reports_scalars_lines_and_samples(tmp_path, capsys, monkeypatch):
+  clock = [100.0]  # each step below takes 0.5 s of this clock
+  monkeypatch.setattr(reporting.time, "time", lambda: clock[0])
   stats = StepStats("tokens")
   reporter = Reporter(params(), Summaries(str(tmp_path)), stats, is_chief=True,
                       steps_per_epoch=8, has_loss_scale=False)
@@ -47,6 +50,7 @@ def test_chief_reports_scalars_lines_and_samples(tmp_path, capsys):
     return ["Prediction[0]: x"], [TextSample("prediction", "x")]
 
   for step in (1, 2, 3, 4):
+    clock[0] += 0.5
     stats.add(0.5, 10)
     reporter.step(step, VALUES, samples)
   out = capsys.readouterr().out
@@ -54,9 +58,11 @@ def test_chief_reports_scalars_lines_and_samples(tmp_path, capsys):
   assert calls == [1] and "Prediction[0]: x" in out
   with open(os.path.join(tmp_path, "metrics.jsonl"), encoding="utf-8") as f:
     records = [json.loads(line) for line in f]
-  # loss_scale is left out without a loss scaler
-  assert records == [{"step": 2, "train/loss": 1.5, "train/learning_rate": 0.1},
-                     {"step": 4, "train/loss": 1.5, "train/learning_rate": 0.1}]
+  # loss_scale is left out without a loss scaler; throughput is over the steps since the
+  # last summaries (2 steps of 0.5 s and 10 tokens), with the wall-clock time of the record
+  assert records == [{"step": step, "time": 100.0 + step / 2, "train/loss": 1.5,
+                      "train/learning_rate": 0.1, "train/step_time": 0.5,
+                      "train/tokens_per_s": 20.0} for step in (2, 4)]
 
 
 def test_other_workers_stay_quiet(tmp_path, capsys):

@@ -37,7 +37,7 @@ def test_every_summary_name_is_written_at_summary_steps(tmp_path):
   assert paths == ["encoder/kernel", "encoder/bias"]
   expected = {f"train/{name}": "scalars" for name in (
       "loss", "learning_rate", "global_gradient_norm", "global_clipped_gradient_norm",
-      "loss_scale")}
+      "loss_scale", "step_time", "examples_per_s")}  # throughput: always, for curves
   for path in paths:
     expected.update({f"gradients/{path}": "histograms", f"variables/{path}": "histograms"})
     for name in ("gradient_norm", "variable_norm", "larc_grad_update", "larc_final_lr",
