@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import os
+import sys
 
 import numpy as np
 
@@ -15,11 +16,19 @@ POCKETSPHINX_DIR = "/usr/share/pocketsphinx/test/data"
 
 
 def load_script(name):
-  """Imports ``scripts/<name>.py`` as a module."""
-  spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "scripts", name + ".py"))
+  """Imports ``scripts/<name>.py`` afresh as a module, registered under ``scripts.<name>``
+  (dataclasses and pickling look a class's module up there)."""
+  key = f"scripts.{name}"
+  spec = importlib.util.spec_from_file_location(key, os.path.join(ROOT, "scripts", name + ".py"))
   module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
+  sys.modules[key] = module
+  try:
+    spec.loader.exec_module(module)
+  except BaseException:
+    del sys.modules[key]
+    raise
   return module
+
 
 TINY_TDNN = {
     "convnet_layers": [
