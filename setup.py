@@ -32,10 +32,14 @@ setup(
         "inflect",  # numbers to words in the speech-synthesis text cleaner (MIT licence)
     ],
     extras_require={
-        "lm": ["kenlm"],  # n-gram LM fusion for CTC beam search (a pure-Python ARPA reader otherwise)
+        # CTC beam search with n-gram LM fusion: pyctcdecode + KenLM. pyctcdecode 0.5.0 (its
+        # last release) pins numpy<2, which TensorFlow 2.21 cannot share, yet runs on numpy 2:
+        # it cannot be listed here; install it with pip install --no-deps pyctcdecode==0.5.0
+        "lm": ["kenlm", "pygtrie"],
         "plots": ["matplotlib"],  # scripts/plot_run.py: training curves as a PNG
-        # kenlm builds from source (~2 min): the suite checks our ARPA reader and LM fusion against it
-        "test": ["pytest", "librosa==0.11.*", "jiwer", "kenlm", "rdata>=1.1", "matplotlib"],
+        # kenlm builds from source (~2 min); the LM-decoding tests also need pyctcdecode (above)
+        "test": ["pytest", "librosa==0.11.*", "jiwer", "kenlm", "pygtrie", "rdata>=1.1",
+                 "matplotlib"],
     },
     entry_points={"console_scripts": ["open-seq2seq=open_seq2seq.cli:main"]},
 )

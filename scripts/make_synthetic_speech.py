@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tts_corpus  # noqa: E402
 from open_seq2seq.data.speech2text.audio import read_audio  # noqa: E402
-from open_seq2seq.decoders.ctc_beam_search import write_arpa  # noqa: E402
+from open_seq2seq.utils.ngram_lm import write_arpa  # noqa: E402
 
 DIGITS = "zero one two three four five six seven eight nine".split()
 ESPEAK_VOICES = ("en-us", "en-us+f3", "en-gb", "en-gb+f2", "en-us+m3", "en-gb-scotland",

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from open_seq2seq.decoders.ctc_beam_search import CTCBeamSearchDecoder, load_language_model
+from open_seq2seq.decoders.ctc_beam_search import CTCBeamSearchDecoder
 from open_seq2seq.decoders.decoder import Decoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.initializers import INITIALIZER_PARAMS
-from open_seq2seq.utils.params import AnyType, Param
+from open_seq2seq.utils.params import AnyType, Param, non_negative_int
 
 
 def ctc_greedy_ids(logits: tf.Tensor, lengths: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -37,14 +38,23 @@ def ctc_beam_ids(logits: tf.Tensor, lengths: tf.Tensor, beam_width: int
   return dense, tf.reduce_sum(tf.cast(dense >= 0, tf.int32), axis=1)
 
 
+def _str_list(value: Any) -> bool:
+  return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+
+
+_str_list.type_name = "list of str"
+
+
 class FullyConnectedCTCDecoder(Decoder):
   """Projects encoder outputs to ``tgt_vocab_size`` CTC classes (blank last).
 
   Returns ``logits`` [B, T, V] (float32, in every mode: the CTC loss and LM decoding need
   them), ``src_length`` (logit lengths), ``outputs`` (decoded ids padded with -1) and
   ``final_sequence_lengths``. Greedy decoding by default; ``use_beam_search`` runs
-  TensorFlow's CTC beam search; ``use_language_model`` decodes in numpy with a prefix beam
-  search fused with an n-gram LM (:meth:`decode_with_lm`, called by the Speech2Text model).
+  TensorFlow's CTC beam search; ``use_language_model`` decodes the logits with pyctcdecode's
+  beam search fused with a KenLM n-gram model, in worker processes on each process's own
+  share of the data (:meth:`decode_with_lm`, called by the Speech2Text model's eval/infer
+  hooks; see :mod:`open_seq2seq.decoders.ctc_beam_search`).
 
   The number of classes is ``tgt_vocab_size`` if set, else ``vocab_size``; the model passes
   it and the alphabet ``idx2char`` (needed by the LM decoder) from its data layer's
@@ -59,8 +69,19 @@ class FullyConnectedCTCDecoder(Decoder):
       "use_language_model": Param(bool, False, "Beam search fused with the n-gram LM lm_path."),
       "lm_path": Param((str, None), None, "ARPA or KenLM binary language model."),
       "beam_width": Param(int, 16, "Beams kept by beam search."),
-      "alpha": Param(float, 0.5, "Language model weight."),
+      "alpha": Param(float, 0.5, "Language model weight (on the natural-log LM probability)."),
       "beta": Param(float, 1.0, "Word insertion bonus."),
+      "unk_score_offset": Param(float, -10.0, "LM decoding: score (natural log) of a word, or "
+                                "partial word, outside the LM's vocabulary."),
+      "beam_prune_logp": Param(float, -10.0, "LM decoding: beams this far (natural log) below "
+                               "the best are dropped."),
+      "token_min_logp": Param(float, -5.0, "LM decoding: symbols below this log-probability in a "
+                              "frame are not tried (unless the frame's best)."),
+      "hotwords": Param((_str_list, None), None, "LM decoding: words to favour."),
+      "hotword_weight": Param(float, 10.0, "LM decoding: score (natural log) per hotword."),
+      "num_decoding_workers": Param((non_negative_int, None), None,
+                                    "LM decoding processes per batch (None: one per core, at "
+                                    "most the batch size; 0 or 1: none)."),
       "infer_logits_to_pickle": Param(bool, False,
                                       "In infer mode, also dump {wav_filename: logits}."),
       "infer_logits_file": Param((str, None), None,
@@ -80,6 +101,9 @@ class FullyConnectedCTCDecoder(Decoder):
     self.idx2char = idx2char
     if p["use_language_model"] and not p["lm_path"]:
       raise ConfigError("decoder_params/lm_path: use_language_model needs an ARPA/KenLM file")
+    if p["use_language_model"] and not os.path.isfile(p["lm_path"]):
+      raise ConfigError(f"decoder_params/lm_path: {p['lm_path']} does not exist; build one "
+                        f"with scripts/build_lm.py")
     self.fc = keras.layers.Dense(
         self.vocab_size,
         kernel_initializer=self.kernel_initializer(),
@@ -97,14 +121,21 @@ class FullyConnectedCTCDecoder(Decoder):
     return {"logits": logits, "src_length": lengths, "outputs": ids,
             "final_sequence_lengths": id_lengths}
 
-  # ------------------------------------------------------------------ numpy decoding
-  def decode_with_lm(self, logits: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
-    """Prefix beam search fused with the LM for a batch of numpy logits."""
+  # ------------------------------------------------------------------ LM decoding
+  def decode_with_lm(self, logits: np.ndarray, lengths: np.ndarray) -> list[str]:
+    """Transcripts of a batch of numpy logits [B, T, V], by beam search fused with the LM.
+
+    The decoder (LM loaded, worker processes started) is built on first use, in the process
+    that decodes: each process of a multi-process job decodes its own batches.
+    """
     if self._beam_decoder is None:
       if self.idx2char is None:
         raise ConfigError("decoder_params/use_language_model: needs the target alphabet "
                           "(idx2char=, passed by the Speech2Text model)")
+      p = self.params
       self._beam_decoder = CTCBeamSearchDecoder(
-          self.idx2char, self.params["beam_width"], load_language_model(self.params["lm_path"]),
-          self.params["alpha"], self.params["beta"])
+          self.idx2char, p["beam_width"], p["lm_path"], p["alpha"], p["beta"],
+          unk_score_offset=p["unk_score_offset"], beam_prune_logp=p["beam_prune_logp"],
+          token_min_logp=p["token_min_logp"], hotwords=p["hotwords"],
+          hotword_weight=p["hotword_weight"], num_workers=p["num_decoding_workers"])
     return self._beam_decoder.decode_batch(logits, lengths)

@@ -54,12 +54,18 @@ class Speech2Text(Model):
   def _targets(self):
     return self.data_layer.targets
 
-  def decode_outputs(self, outputs: dict[str, np.ndarray]) -> list[str]:
-    """Transcripts of a batch of decoder outputs (LM beam search if configured)."""
+  def decode_outputs(self, outputs: dict[str, np.ndarray], limit: int | None = None
+                     ) -> list[str]:
+    """Transcripts of a batch of decoder outputs (of its first ``limit`` rows if given).
+
+    With the decoder's ``use_language_model``, the logits are decoded here — in the
+    evaluator's per-replica hook, so on every process for its own shard — by the decoder's
+    beam search fused with the n-gram LM, in parallel over the batch's utterances.
+    """
     if self.decoder.params["use_language_model"]:
-      ids = self.decoder.decode_with_lm(outputs["logits"], outputs["src_length"])
-    else:
-      ids = [row[:n] for row, n in zip(outputs["outputs"], outputs["final_sequence_lengths"])]
+      return self.decoder.decode_with_lm(outputs["logits"][:limit], outputs["src_length"][:limit])
+    ids = [row[:n] for row, n in zip(outputs["outputs"][:limit],
+                                     outputs["final_sequence_lengths"][:limit])]
     return [self._targets.decode(row) for row in ids]
 
   def _references(self, batch: dict[str, np.ndarray]) -> list[str]:
@@ -69,7 +75,7 @@ class Speech2Text(Model):
   # ------------------------------------------------------------------ family hooks
   def format_samples(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
                      max_samples: int = 1) -> list[str]:
-    hypotheses = self.decode_outputs(outputs)
+    hypotheses = self.decode_outputs(outputs, limit=max_samples)
     lines = []
     if "target_tensors" in batch:
       for ref, hyp in list(zip(self._references(batch), hypotheses))[:max_samples]:

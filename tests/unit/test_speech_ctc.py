@@ -1,4 +1,7 @@
-"""CTC loss against a brute-force reference; greedy, beam and LM-fused decoding."""
+"""CTC loss against a brute-force reference; greedy and beam decoding without an LM.
+
+LM-fused decoding: tests/unit/test_ctc_lm_decoding.py; building LMs: test_build_lm.py.
+"""
 
 import itertools
 import math
@@ -7,8 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from open_seq2seq.decoders.ctc_beam_search import (ArpaLanguageModel, CTCBeamSearchDecoder,
-                                                   ctc_greedy_decode, write_arpa)
+from open_seq2seq.decoders.ctc_beam_search import CTCBeamSearchDecoder, ctc_greedy_decode
 from open_seq2seq.decoders.fc_decoders import ctc_beam_ids, ctc_greedy_ids
 from open_seq2seq.losses.ctc_loss import CTCLoss
 
@@ -116,7 +118,8 @@ def test_beam_search_beats_best_path():
   # p(a) = 0.4, p(blank) = 0.6 in both frames: best path is "" (0.36), but P("a") = 0.64
   logits = np.log(np.array([[0.4, 0.6], [0.4, 0.6]], np.float32))
   assert ctc_greedy_decode(logits) == []
-  assert CTCBeamSearchDecoder({0: "a"}, beam_width=4).decode(logits) == [0]
+  with CTCBeamSearchDecoder({0: "a"}, beam_width=4, num_workers=0) as decoder:
+    assert decoder.decode_batch(logits[None], [2]) == ["a"]
   ids, lengths = ctc_beam_ids(tf.constant(logits[None]), tf.constant([2]), beam_width=4)
   assert ids.numpy()[0, :lengths.numpy()[0]].tolist() == [0]
 
@@ -124,56 +127,9 @@ def test_beam_search_beats_best_path():
 def test_beam_search_without_lm_agrees_with_tensorflow():
   rng = np.random.default_rng(3)
   logits = rng.normal(size=(2, 12, 5)).astype(np.float32) * 3
-  ours = CTCBeamSearchDecoder({i: "abcd"[i] for i in range(4)}, beam_width=16)
   ids, lengths = ctc_beam_ids(tf.constant(logits), tf.constant([12, 9]), beam_width=16)
-  for b, n in enumerate([12, 9]):
-    assert ours.decode(logits[b], n) == ids.numpy()[b, :lengths.numpy()[b]].tolist()
-
-
-@pytest.fixture(scope="module")
-def digit_lm(tmp_path_factory):
-  path = str(tmp_path_factory.mktemp("lm") / "lm.arpa")
-  write_arpa(["six one two", "two six", "one six six", "nine six one", "six"], path)
-  return path
-
-
-def spell(word_probs, char2idx, num_classes):
-  """Log-probs: one frame per character (alternatives with their probabilities), blanks
-  between characters."""
-  rows = []
-  for alternatives in word_probs:
-    row = np.full(num_classes, 1e-4)
-    for char, p in alternatives.items():
-      row[char2idx[char]] = p
-    rows.append(row)
-    blank = np.full(num_classes, 1e-4)
-    blank[-1] = 1.0
-    rows.append(blank)
-  rows = np.array(rows)
-  return np.log(rows / rows.sum(-1, keepdims=True)).astype(np.float32)
-
-
-def test_language_model_fixes_an_acoustically_ambiguous_word(digit_lm):
-  from open_seq2seq.data.speech2text.targets import TargetEncoder
-  from tests.helpers.speech import VOCAB
-  targets = TargetEncoder(VOCAB)
-  logits = spell([{"s": 0.9}, {"e": 0.6, "i": 0.4}, {"x": 0.9}], targets.char2idx,
-                 targets.vocab_size)
-  plain = CTCBeamSearchDecoder(targets.idx2char, beam_width=8)
-  assert targets.decode(plain.decode(logits)) == "sex"
-  fused = CTCBeamSearchDecoder(targets.idx2char, beam_width=8, lm=ArpaLanguageModel(digit_lm),
-                               alpha=1.0, beta=0.0)
-  assert targets.decode(fused.decode(logits)) == "six"
-
-
-def test_arpa_model_is_normalised_and_matches_kenlm(digit_lm):
-  lm = ArpaLanguageModel(digit_lm)
-  words = ["six", "one", "two", "nine", "</s>", "<unk>"]
-  for history in ("<s>", "six", "two"):
-    assert sum(10 ** lm._word_logprob((history,), w) for w in words) == pytest.approx(1, 1e-4)
-  kenlm = pytest.importorskip("kenlm")
-  model = kenlm.Model(digit_lm)
-  for sentence in ("six one two", "two two", "zebra six", ""):
-    for eos in (True, False):
-      assert lm.score(sentence, eos=eos) == pytest.approx(model.score(sentence, bos=True,
-                                                                      eos=eos), abs=1e-4)
+  with CTCBeamSearchDecoder(dict(enumerate("abcd")), beam_width=16, num_workers=0,
+                            token_min_logp=-20.0) as ours:
+    texts = ours.decode_batch(logits, [12, 9])
+  for b in range(2):
+    assert texts[b] == "".join("abcd"[i] for i in ids.numpy()[b, :lengths.numpy()[b]])
