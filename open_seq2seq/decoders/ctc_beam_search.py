@@ -89,16 +89,16 @@ class KenLMScorer:
   """Word scores for pyctcdecode's beam search (its language-model interface).
 
   Args:
-    model: a ``kenlm.Model``.
+    lm: a ``kenlm.Model``.
     vocabulary: the LM's words, for the partial-word check (None: no check).
     alpha: weight of the natural-log LM probability; beta: bonus per word.
     unk_score_offset: natural-log score of a word (or partial word) outside the LM.
   """
 
-  def __init__(self, model: Any, vocabulary: Sequence[str] | None, alpha: float, beta: float,
+  def __init__(self, lm: Any, vocabulary: Sequence[str] | None, alpha: float, beta: float,
                unk_score_offset: float):
     import kenlm  # pylint: disable=import-outside-toplevel
-    self._kenlm, self._model = kenlm, model
+    self._kenlm, self._model = kenlm, lm
     self._words = sorted(vocabulary) if vocabulary else None
     self.alpha, self.beta, self.unk_score_offset = alpha, beta, unk_score_offset
 
@@ -189,11 +189,11 @@ class CTCBeamSearchDecoder:
                 for label in labels]
     self.scorer = None
     if lm_path:
-      model, vocabulary = load_kenlm(lm_path), None
+      lm, vocabulary = load_kenlm(lm_path), None
       with open(lm_path, "rb") as f:
         if b"\\data\\" in f.read(4096):
           vocabulary = read_arpa_vocabulary(lm_path)
-      self.scorer = KenLMScorer(model, vocabulary, alpha, beta, unk_score_offset)
+      self.scorer = KenLMScorer(lm, vocabulary, alpha, beta, unk_score_offset)
     self._decoder = pyctcdecode.BeamSearchDecoderCTC(
         pyctcdecode.Alphabet(labels + [""], is_bpe), self.scorer)
     self.num_classes = len(labels) + 1
