@@ -33,7 +33,7 @@ def _using_it_commands():
     assignment = re.fullmatch(r"(\w+)=(\S+)", line)
     if assignment:
       variables[assignment.group(1)] = assignment.group(2)
-    elif "python run.py" in line:
+    elif "python run.py" in line or "python scripts/" in line:
       commands.append(line)
   return variables, commands
 
@@ -63,10 +63,17 @@ def test_the_main_job_trains_evaluates_and_writes_inference(main_job):
 def test_the_using_it_commands_work_as_written_after_the_main_job(main_job):
   work, _ = main_job
   variables, commands = _using_it_commands()
-  assert len(commands) >= 6
+  assert len(commands) >= 8
   for command in commands:
     for name, value in variables.items():
       command = command.replace(f"${name}", os.path.join(toy.ROOT, value))
+    if command.startswith("python scripts/"):  # averaging, plotting: no config overrides
+      command = command.replace("python scripts/", f"{shlex.quote(sys.executable)} "
+                                f"{os.path.join(toy.ROOT, 'scripts')}/")
+      result = subprocess.run(["bash", "-c", command], cwd=work, capture_output=True, text=True,
+                              timeout=600, env=_env())
+      assert result.returncode == 0, (command, result.stderr[-3000:])
+      continue
     command = command.replace("python run.py",
                               f"{shlex.quote(sys.executable)} {os.path.join(toy.ROOT, 'run.py')}")
     extra = list(TINY)
@@ -78,3 +85,5 @@ def test_the_using_it_commands_work_as_written_after_the_main_job(main_job):
                             capture_output=True, text=True, timeout=600, env=_env())
     assert result.returncode == 0, (command, result.stderr[-3000:])
     assert "Traceback" not in result.stderr, command
+  assert (work / "runs" / "avg2" / "checkpoint").is_file()  # the averaged checkpoint
+  assert (work / "runs" / "toy_reversal" / "curves.png").stat().st_size > 1000
