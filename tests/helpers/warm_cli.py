@@ -97,7 +97,6 @@ class _Server:
   """One warm server per test session, started on first use."""
 
   def __init__(self, env: dict[str, str]):
-    self.env = env
     self.lock = threading.Lock()
     self.process = subprocess.Popen(  # pylint: disable=consider-using-with
         [sys.executable, "-m", "tests.helpers.warm_cli"], cwd=ROOT, env=env,
