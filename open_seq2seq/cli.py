@@ -28,12 +28,15 @@ def build_parser() -> argparse.ArgumentParser:
              "--encoder_params/encoder_layers=2; overrides win over the mode dicts.")
   parser.add_argument("--config_file", required=True, help="Python config file.")
   parser.add_argument("--mode", default="train",
-                      choices=["train", "eval", "train_eval", "infer", "interactive_infer"])
+                      choices=["train", "eval", "train_eval", "infer", "interactive_infer",
+                               "export"])
   parser.add_argument("--logdir", help="Run directory (overrides the config's logdir).")
   parser.add_argument("--continue_learning", action="store_true",
                       help="Resume training from the latest checkpoint in logdir.")
   parser.add_argument("--infer_output_file", default="infer-out.txt",
                       help="Where --mode=infer writes its predictions.")
+  parser.add_argument("--export_dir",
+                      help="Where --mode=export writes the SavedModel (a new directory).")
   parser.add_argument("--benchmark", action="store_true",
                       help="Time --bench_steps training steps and print a table; saves nothing.")
   parser.add_argument("--bench_steps", type=int, default=30, help="Steps timed by --benchmark.")
@@ -126,7 +129,9 @@ def run(argv: list[str]) -> int:
   args, overrides = parse_args(argv)
   from open_seq2seq.config import load_config  # after argparse: --help stays fast
   notices: list[str] = []
-  base_model, configs = load_config(args.config_file, args.mode, overrides,
+  # An export is built like interactive inference: the infer settings, no data files read.
+  config_mode = "interactive_infer" if args.mode == "export" else args.mode
+  base_model, configs = load_config(args.config_file, config_mode, overrides,
                                     overrides_file=args.overrides_file, notices=notices)
   if args.help_params:
     from open_seq2seq.slots import help_params
@@ -154,7 +159,7 @@ def run(argv: list[str]) -> int:
     with handling_signals():
       if args.mode in ("train", "train_eval"):
         return _train(args, base_model, configs, backend)
-      return _run_trained(args, base_model, configs[args.mode], backend)
+      return _run_trained(args, base_model, configs[config_mode], backend)
   except Exception as e:  # pylint: disable=broad-except
     error = backend.translate_error(e)  # e.g. a lost worker: one line instead of a traceback
     if error is None:
@@ -208,7 +213,7 @@ def _train(args: argparse.Namespace, base_model: type, configs: dict[str, dict],
 
 
 def _run_trained(args: argparse.Namespace, base_model: type, config: dict, backend: Any) -> int:
-  """``eval``, ``infer`` and ``interactive_infer`` from the run's checkpoint."""
+  """``eval``, ``infer``, ``interactive_infer`` and ``export`` from the run's checkpoint."""
   from open_seq2seq.training import reporting
   from open_seq2seq.training.checkpoints import checkpoint_for_eval
   from open_seq2seq.training.evaluator import Evaluator
@@ -221,13 +226,22 @@ def _run_trained(args: argparse.Namespace, base_model: type, config: dict, backe
   if args.no_dir_check and backend.is_chief:
     reporting.log(f"notice: --no_dir_check has no effect with --mode={args.mode}: it needs "
                   f"the checkpoint in {config['logdir']}")
+  if args.mode == "export":
+    from open_seq2seq.serving.export import check_export_dir
+    args.export_dir = check_export_dir(args.export_dir)
+    if backend.num_workers > 1:
+      raise ConfigError("--mode=export runs in one process; start it without mpiexec")
   checkpoint = checkpoint_for_eval(config["logdir"], config["restore_best_checkpoint"])
-  model = _build_model(base_model, config, args.mode, backend)
+  model_mode = "interactive_infer" if args.mode == "export" else args.mode
+  model = _build_model(base_model, config, model_mode, backend)
   if backend.is_chief:
     if args.enable_logs:
       _record_run(args, config["logdir"], {args.mode: config})
     reporting.log(precision.describe(config["dtype"]))
   evaluator = Evaluator(model, backend)
+  if args.mode == "export":
+    _export(args, evaluator, model, checkpoint, config)
+    return 0
   if args.mode == "interactive_infer":
     _interactive_infer(evaluator, model, checkpoint)
     return 0
@@ -250,6 +264,24 @@ def _infer(args: argparse.Namespace, evaluator: Any, model: Any, backend: Any) -
   if backend.is_chief:
     for name, value in metrics.items():
       reporting.log(f"{name} {value:.2f}")
+
+
+def _export(args: argparse.Namespace, evaluator: Any, model: Any, checkpoint: str,
+            config: dict) -> None:
+  """Writes the restored model as a SavedModel with the family's serving signature."""
+  import tensorflow as tf
+  from open_seq2seq.serving import export
+  from open_seq2seq.training import reporting
+  adapter = model.serving_adapter()
+  evaluator.ensure_variables(adapter.to_batch(adapter.example_inputs()))
+  evaluator.restore(checkpoint)
+  metadata = export.save(model, adapter, args.export_dir, {
+      "model": type(model).__name__, "config_file": os.path.abspath(args.config_file),
+      "checkpoint": os.path.abspath(checkpoint), "step": evaluator.restored_step,
+      "dtype": str(config["dtype"]), "tensorflow": tf.__version__})
+  signature = metadata["signatures"]["serving_default"]
+  reporting.log(f"exported {checkpoint} to {args.export_dir}: serving_default("
+                f"{', '.join(signature['inputs'])}) -> {', '.join(signature['outputs'])}")
 
 
 def _silence_tensorflow() -> None:

@@ -20,6 +20,11 @@ pip install -q -e "$ROOT[test]"
 # TensorFlow 2.21 cannot use; it runs on numpy 2 (tested), so it goes in without its pins
 # (pygtrie and kenlm come from the test extra).
 pip install -q --no-deps pyctcdecode==0.5.0
+# In-graph SentencePiece for exported translation models (--mode=export): tensorflow-text
+# must match TensorFlow's minor version and requires the full tensorflow wheel, which
+# tensorflow-cpu already provides the libraries of, so it goes in without its pins too.
+TF_MINOR=$(python -c "import tensorflow as tf; print('.'.join(tf.__version__.split('.')[:2]))" 2>/dev/null)
+pip install -q --no-deps "tensorflow-text==${TF_MINOR}.*"
 bash "$ROOT/scripts/get_fashion_mnist.sh"  # real images for the image-classification learning test
 bash "$ROOT/scripts/get_lm_data.sh"  # English novels + sentiment tweets for the LM family's tests
 bash "$ROOT/scripts/get_bible_en_es.sh"  # English-Spanish Bible for the translation recipe's test

@@ -351,3 +351,9 @@ class Model(Configurable):
     order, atomically); an output without a path goes to ``--infer_output_file``.
     """
     return [TextLines(results)]
+
+  def serving_adapter(self):
+    """The raw-inputs -> outputs wrapper of an exported model (``--mode=export``): a
+    :class:`~open_seq2seq.serving.adapter.ServingAdapter`. Families override it."""
+    raise ConfigError(f"{type(self).__name__} models cannot be exported yet "
+                      f"(--mode=export)")

@@ -164,6 +164,12 @@ class Text2Text(Model):
                   for i, _ in results]
     return {"BLEU": corpus_bleu([text for _, text in results], references)}
 
+  def serving_adapter(self):
+    """Exported models take raw source text and return detokenized text."""
+    from open_seq2seq.serving.text import TextToTextServing  # pylint: disable=import-outside-toplevel
+    return TextToTextServing(self.data_layer.source_tokenization(),
+                             self.description.target_idx2seq, self._delimiter)
+
   def finalize_inference(self, results: list) -> list[TextLines]:
     """One translation per line, in input order, no header."""
     return [TextLines(results)]

@@ -54,6 +54,7 @@ class SentencePieceVocab:
     processor: the ``sentencepiece.SentencePieceProcessor``.
     seq2idx: token -> id, special tokens included (named ``<PAD> <UNK> <S> </S>``).
     aligned: the model's ids are this project's ids (no remapping needed).
+    proto: the serialized model (what an exported graph tokenizes with).
 
   Raises:
     DataError: if the file is missing or not a SentencePiece model, or if one of its
@@ -72,6 +73,7 @@ class SentencePieceVocab:
     except OSError as e:
       raise DataError(f"{what} {path} cannot be read ({e.strerror}); check the path and "
                       "its permissions") from None
+    self.proto = proto
     try:
       self.processor.LoadFromSerializedProto(proto)
     except (RuntimeError, OSError, TypeError):
@@ -103,6 +105,11 @@ class SentencePieceVocab:
     self._to_model = np.full(len(seq2idx), sp.unk_id(), dtype=np.int64)
     self._to_model[to_ours] = np.arange(size)
     self.aligned = bool(np.array_equal(to_ours, np.arange(size)))
+
+  @property
+  def model_to_ids(self) -> np.ndarray:
+    """This project's id of each of the model's ids (int32, indexed by the model's id)."""
+    return self._to_ours.copy()
 
   def __len__(self) -> int:
     return len(self.seq2idx)

@@ -12,6 +12,7 @@ from open_seq2seq.data import transforms
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.data.description import TextDescription
 from open_seq2seq.data.text2text.sentencepiece_model import SentencePieceVocab
+from open_seq2seq.data.text2text.tokenization import TextTokenization
 from open_seq2seq.data.text2text.text_files import outlier_warning, read_text_lines
 from open_seq2seq.data.text2text.vocab import (SpecialTextTokens, invert_vocab, load_vocab,
                                                pad_vocab_to_eight)
@@ -371,6 +372,15 @@ class ParallelTextDataLayer(DataLayer):
     if "target_tensors" in batch:
       total += tf.reduce_sum(tf.cast(batch["target_tensors"][1], tf.int64))
     return total
+
+  def source_tokenization(self) -> TextTokenization:
+    """How a raw source line becomes ids here, for an exported model to do the same."""
+    spm = self._src_spm
+    return TextTokenization(
+        seq2idx=dict(self.src_seq2idx), delimiter=self.params["delimiter"],
+        sentencepiece_model=spm.proto if spm is not None else None,
+        sentencepiece_ids=spm.model_to_ids if spm is not None else None,
+        start_token=self.params["use_start_token"])
 
   def dataset_from_inputs(self, inputs: Iterable[str]) -> tf.data.Dataset:
     """Batches of raw source strings (ids 0..n-1 in input order), no targets: tokenized as

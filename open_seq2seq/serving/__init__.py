@@ -1,0 +1,1 @@
+"""Exported models: SavedModels with serving signatures (``run.py --mode=export``)."""

@@ -1,0 +1,76 @@
+"""``run.py --mode=export``: the SavedModel serves in a fresh process that never imports
+open_seq2seq (scripts/run_export.py) and gives --mode=infer's outputs on the same inputs."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import toy
+
+RUN_EXPORT = os.path.join(toy.ROOT, "scripts", "run_export.py")
+
+
+def run_export_script(export_dir: str, inputs: str, output: str) -> None:
+  """scripts/run_export.py in a clean process; fails if it imported open_seq2seq."""
+  code = ("import runpy, sys\nsys.argv = sys.argv[1:]\n"
+          "try:\n  runpy.run_path(sys.argv[0], run_name='__main__')\n"
+          "except SystemExit as e:\n  assert not e.code, e.code\n"
+          "assert not [m for m in sys.modules if m.startswith('open_seq2seq')], 'imported'\n")
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  done = subprocess.run([sys.executable, "-c", code, RUN_EXPORT, export_dir, inputs,
+                         "--output", output, "--batch_size", "7"],
+                        capture_output=True, text=True, timeout=300, env=dict(
+                            env, TF_CPP_MIN_LOG_LEVEL="2"), cwd="/")
+  assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+  """A tiny toy Transformer trained for a few steps, and its --mode=infer predictions."""
+  root = tmp_path_factory.mktemp("export")
+  data = toy.make_toy_data(str(root / "data"), train=200, dev=10, test=24, seed=3,
+                           extra=("--max_length", "12"))
+  common = [f"--config_file={toy.TOY_CONFIG}", f"--logdir={root / 'run'}",
+            *toy.data_overrides(data), *toy.TINY_MODEL]
+  train = toy.run_cli(common + ["--mode=train", "--max_steps=80",
+                                *toy.split_overrides(data, "train")])
+  assert train.returncode == 0, train.stderr[-3000:]
+  infer = toy.run_cli(common + ["--mode=infer", f"--infer_output_file={root / 'infer.txt'}",
+                                *toy.split_overrides(data, "test")])
+  assert infer.returncode == 0, infer.stderr[-3000:]
+  return {"root": root, "data": data, "common": common}
+
+
+def test_export_serves_what_infer_predicts(toy_run):
+  root, common = toy_run["root"], toy_run["common"]
+  done = toy.run_cli(common + ["--mode=export", f"--export_dir={root / 'exported'}"])
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert "serving_default(text) -> text, ids" in done.stdout
+  metadata = json.loads((root / "exported" / "assets.extra" / "open_seq2seq.json").read_text())
+  assert metadata["model"] == "Text2Text" and metadata["step"] == 80
+  assert metadata["signatures"]["serving_default"]["inputs"]["text"]["dtype"] == "string"
+  assert not [p for p in os.listdir(root) if ".partial-" in p]
+
+  run_export_script(str(root / "exported"),
+                    os.path.join(toy_run["data"], "test", "source.txt"), str(root / "served.txt"))
+  infer = (root / "infer.txt").read_text(encoding="utf-8").splitlines()
+  served = (root / "served.txt").read_text(encoding="utf-8").splitlines()
+  assert len(served) == len(infer) == 24
+  assert served == infer
+
+
+def test_export_refuses_an_existing_directory(toy_run):
+  existing = toy_run["root"] / "taken"
+  existing.mkdir()
+  done = toy.run_cli(toy_run["common"] + ["--mode=export", f"--export_dir={existing}"])
+  assert done.returncode == 2
+  assert "already exists" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+  assert os.listdir(existing) == []
+
+
+def test_export_needs_an_export_dir(toy_run):
+  done = toy.run_cli(toy_run["common"] + ["--mode=export"])
+  assert done.returncode == 2 and "needs --export_dir" in done.stderr
