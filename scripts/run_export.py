@@ -5,8 +5,9 @@ alone (this script never imports open_seq2seq: it is what a server does with the
     python scripts/run_export.py EXPORT_DIR INPUTS [--output FILE] [--batch_size N]
 
 INPUTS holds one input per line: a sentence for a text input, the path of a WAV file for a
-waveform input. Each output line is the signature's first output (text) for one input, in
-input order; ``--output`` defaults to stdout.
+waveform input, the path of an image file for an image input. Each output line is the
+signature's first output (text, class name) for one input, in input order, or with
+``--json`` every output of that input as one JSON object; ``--output`` defaults to stdout.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
   parser.add_argument("inputs", help="one input per line (sentence, or WAV path)")
   parser.add_argument("--output", help="output file (default: stdout)")
   parser.add_argument("--batch_size", type=int, default=32, help="inputs per call")
+  parser.add_argument("--json", action="store_true",
+                      help="one JSON object per input with every output")
   return parser.parse_args(argv)
 
 
@@ -46,6 +49,8 @@ def batches(items: list, size: int):
 
 def load_inputs(tf, name: str, spec: dict, lines: list[str]):
   """One batch of the signature's input ``name`` from input-file lines."""
+  if name == "image":
+    return tf.constant([tf.io.read_file(path).numpy() for path in lines])
   if spec["dtype"] == "string":
     return tf.constant(lines)
   if name == "waveform":
@@ -54,6 +59,17 @@ def load_inputs(tf, name: str, spec: dict, lines: list[str]):
     return tf.ragged.stack(waves).to_tensor(), tf.constant([len(w) for w in waves], tf.int32)
   sys.exit(f"error: this script does not know how to read input {name!r} "
            f"({spec['dtype']} {spec['shape']})")
+
+
+def plain(value):
+  """A numpy output value as JSON-able Python (bytes as UTF-8 text)."""
+  if isinstance(value, bytes):
+    return value.decode("utf-8")
+  if hasattr(value, "tolist"):
+    value = value.tolist()
+  if isinstance(value, list):
+    return [plain(v) for v in value]
+  return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,8 +88,12 @@ def main(argv: list[str] | None = None) -> int:
   for chunk in batches(lines, args.batch_size):
     value = load_inputs(tf, name, spec, chunk)
     feed = {name: value[0], "length": value[1]} if isinstance(value, tuple) else {name: value}
-    out = serve(**feed)[first_output].numpy()
-    results += [o.decode("utf-8") if isinstance(o, bytes) else str(o) for o in out]
+    out = {key: value.numpy() for key, value in serve(**feed).items()}
+    for i in range(len(chunk)):
+      if args.json:
+        results.append(json.dumps({key: plain(out[key][i]) for key in signature["outputs"]}))
+      else:
+        results.append(str(plain(out[first_output][i])))
   text = "".join(r + "\n" for r in results)
   if args.output:
     with open(args.output, "w", encoding="utf-8") as f:

@@ -135,6 +135,15 @@ class Image2Label(Model):
       return {}
     return accuracy_against_labels(results, self.data_layer.label)
 
+  def serving_adapter(self):
+    """Exported classifiers take encoded image files and return class names."""
+    from open_seq2seq.serving.image import ImageClassificationServing  # pylint: disable=import-outside-toplevel
+    description = self.description
+    classes = max(description.num_classes, getattr(self.decoder, "output_dim", None) or 0)
+    return ImageClassificationServing(
+        self.data_layer.preprocess_eval, description.num_channels,
+        [description.class_name(i) for i in range(classes)], description.image_size)
+
   def finalize_inference(self, results: list) -> list[InferenceOutput]:
     """``file,label,probability`` rows in input order."""
     layer = self.data_layer

@@ -13,7 +13,7 @@ from tests.helpers import toy
 RUN_EXPORT = os.path.join(toy.ROOT, "scripts", "run_export.py")
 
 
-def run_export_script(export_dir: str, inputs: str, output: str) -> None:
+def run_export_script(export_dir: str, inputs: str, output: str, *extra: str) -> None:
   """scripts/run_export.py in a clean process; fails if it imported open_seq2seq."""
   code = ("import runpy, sys\nsys.argv = sys.argv[1:]\n"
           "try:\n  runpy.run_path(sys.argv[0], run_name='__main__')\n"
@@ -21,7 +21,7 @@ def run_export_script(export_dir: str, inputs: str, output: str) -> None:
           "assert not [m for m in sys.modules if m.startswith('open_seq2seq')], 'imported'\n")
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
   done = subprocess.run([sys.executable, "-c", code, RUN_EXPORT, export_dir, inputs,
-                         "--output", output, "--batch_size", "7"],
+                         "--output", output, "--batch_size", "7", *extra],
                         capture_output=True, text=True, timeout=300, env=dict(
                             env, TF_CPP_MIN_LOG_LEVEL="2"), cwd="/")
   assert done.returncode == 0, done.stderr[-3000:]

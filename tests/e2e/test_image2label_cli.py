@@ -2,6 +2,7 @@
 interactive_infer, for the CIFAR binary and the ImageNet TFRecord formats."""
 
 import csv
+import json
 import os
 import re
 import subprocess
@@ -9,6 +10,7 @@ import sys
 
 import pytest
 
+from tests.e2e.test_export import run_export_script
 from tests.helpers import image, toy
 
 pytestmark = pytest.mark.slow
@@ -113,3 +115,28 @@ def test_imagenet_tfrecords_train_and_infer(tmp_path):
   assert [r["file"] for r in rows] == [f"validation-0000{f}-of-00002:{i}"
                                        for f in range(2) for i in range(3)]
   assert all(r["label"] in "0123" for r in rows)
+
+
+def test_export_classifies_image_files_as_interactive_infer_does(cifar_run, tmp_path):
+  _, logdir, common, _ = cifar_run
+  export_dir = str(tmp_path / "exported")
+  done = run(FASHION, logdir, "export", *common, f"--export_dir={export_dir}")
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert "serving_default(image) -> label, class_id, probability, probabilities" in done.stdout
+  files = [image.write_image_file(str(tmp_path / "disc.png"), 2, size=32),
+           image.write_image_file(str(tmp_path / "stripes.png"), 0, size=64),
+           image.write_image_file(str(tmp_path / "small.jpg"), 1, size=20)]
+  inputs = tmp_path / "inputs.txt"
+  inputs.write_text("".join(f + "\n" for f in files))
+  served = tmp_path / "served.jsonl"
+  run_export_script(export_dir, str(inputs), str(served), "--json")
+  rows = [json.loads(line) for line in served.read_text().splitlines()]
+
+  interactive = run(FASHION, logdir, "interactive_infer", *common, stdin=inputs.read_text())
+  assert interactive.returncode == 0, interactive.stderr[-3000:]
+  answers = [line.rsplit(" ", 1) for line in interactive.stdout.splitlines()
+             if line.split(" ")[0] in image.SHAPES]
+  assert [r["label"] for r in rows] == [label for label, _ in answers]
+  assert [r["probability"] for r in rows] == pytest.approx([float(p) for _, p in answers],
+                                                           abs=1e-4)
+  assert all(sum(r["probabilities"]) == pytest.approx(1.0, abs=1e-5) for r in rows)

@@ -128,8 +128,13 @@ class CifarDataLayer(ImageDataLayer):
 
   def preprocess_eval(self, image: tf.Tensor) -> tf.Tensor:
     """A user's image, resized to 32x32 when it is not, then as a test record."""
-    if tuple(image.shape[:2]) != (CIFAR_SIDE, CIFAR_SIDE):
-      image = tf.image.resize(image, [CIFAR_SIDE, CIFAR_SIDE], method="area")
+    # a graph op, not a Python test of the static shape: an exported model sees images of
+    # unknown size
+    side = tf.shape(image)[:2]
+    image = tf.cond(tf.reduce_all(tf.equal(side, [CIFAR_SIDE, CIFAR_SIDE])),
+                    lambda: tf.cast(image, tf.float32),
+                    lambda: tf.image.resize(image, [CIFAR_SIDE, CIFAR_SIDE], method="area"))
+    image = tf.ensure_shape(image, [CIFAR_SIDE, CIFAR_SIDE, None])
     return standardize(cifar_eval_image(image, self.params["image_size"]))
 
   def record_name(self, index: int) -> str:
