@@ -179,6 +179,22 @@ class Text2Speech(Model):
                            f"{len(audio) / rate:.2f}")))
     return files, rows
 
+  def serving_adapter(self):
+    """Exported synthesizers take (normalized) text and return waveforms."""
+    from open_seq2seq.serving.speech_synthesis import TextToSpeechServing  # pylint: disable=import-outside-toplevel
+    layer = self.data_layer
+    if layer.params.get("style_input") is not None:
+      raise ConfigError("--mode=export: models reading a style reference (style_input) "
+                        "cannot be exported yet")
+    if layer.text.cmudict is not None:
+      raise ConfigError("--mode=export: the CMU dictionary (cmudict_path) is a Python text "
+                        "front end that an exported graph cannot run; export a character "
+                        "model")
+    return TextToSpeechServing(
+        layer.text.symbols, layer.params["pad_EOS"],
+        lambda spec, mag: self.features.to_audio(spec, mag, num_iters=INFER_GL_ITERS),
+        self.features.hop_length, self.features.sample_rate)
+
   def finalize_inference(self, results: list) -> list[InferenceOutput]:
     directory = os.path.join(self.params["logdir"], "infer_audio")
     files, rows = self._synthesis_outputs(results, directory)
