@@ -47,15 +47,20 @@ def batches(items: list, size: int):
     yield items[start:start + size]
 
 
-def load_inputs(tf, name: str, spec: dict, lines: list[str]):
+def load_inputs(tf, name: str, spec: dict, lines: list[str], signature: dict):
   """One batch of the signature's input ``name`` from input-file lines."""
   if name == "image":
     return tf.constant([tf.io.read_file(path).numpy() for path in lines])
   if spec["dtype"] == "string":
     return tf.constant(lines)
   if name == "waveform":
-    waves = [tf.audio.decode_wav(tf.io.read_file(path), desired_channels=1).audio[:, 0]
-             for path in lines]
+    waves = []
+    for path in lines:
+      audio, rate = tf.audio.decode_wav(tf.io.read_file(path), desired_channels=1)
+      if int(rate) != signature["sample_rate"]:
+        sys.exit(f"error: {path} is sampled at {int(rate)} Hz; the model hears "
+                 f"{signature['sample_rate']} Hz (resample it first)")
+      waves.append(audio[:, 0])
     return tf.ragged.stack(waves).to_tensor(), tf.constant([len(w) for w in waves], tf.int32)
   sys.exit(f"error: this script does not know how to read input {name!r} "
            f"({spec['dtype']} {spec['shape']})")
@@ -86,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
   first_output = next(iter(signature["outputs"]))
   results = []
   for chunk in batches(lines, args.batch_size):
-    value = load_inputs(tf, name, spec, chunk)
+    value = load_inputs(tf, name, spec, chunk, signature)
     feed = {name: value[0], "length": value[1]} if isinstance(value, tuple) else {name: value}
     out = {key: value.numpy() for key, value in serve(**feed).items()}
     for i in range(len(chunk)):

@@ -87,3 +87,4 @@ def test_the_using_it_commands_work_as_written_after_the_main_job(main_job):
     assert "Traceback" not in result.stderr, command
   assert (work / "runs" / "avg2" / "checkpoint").is_file()  # the averaged checkpoint
   assert (work / "runs" / "toy_reversal" / "curves.png").stat().st_size > 1000
+  assert (work / "runs" / "exported" / "saved_model.pb").is_file()  # the export
