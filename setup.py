@@ -37,9 +37,10 @@ setup(
         # it cannot be listed here; install it with pip install --no-deps pyctcdecode==0.5.0
         "lm": ["kenlm", "pygtrie"],
         "plots": ["matplotlib"],  # scripts/plot_run.py: training curves as a PNG
+        "psf": ["python_speech_features"],  # speech data_layer_params/backend: "psf" (MIT)
         # kenlm builds from source (~2 min); the LM-decoding tests also need pyctcdecode (above)
         "test": ["pytest", "librosa==0.11.*", "jiwer", "kenlm", "pygtrie", "rdata>=1.1",
-                 "matplotlib"],
+                 "matplotlib", "python_speech_features"],
     },
     entry_points={"console_scripts": ["open-seq2seq=open_seq2seq.cli:main"]},
 )

@@ -10,6 +10,7 @@ import tensorflow as tf
 from open_seq2seq.encoders.encoder import Encoder
 from open_seq2seq.parts.cnns.conv_blocks import (check_padding, conv_output_lengths,
                                                  sequence_mask)
+from open_seq2seq.parts.rnns.weight_drop import WeightDropLayerNormBasicLSTMCell, WeightDropLSTM
 from open_seq2seq.utils.initializers import INITIALIZER_PARAMS
 from open_seq2seq.utils.params import Param, callable_or_class, int_list, list_of
 
@@ -29,7 +30,7 @@ def _check_conv_layer(layer: dict, path: str) -> dict:
   return layer
 
 
-RNN_TYPES = ("cudnn_gru", "cudnn_lstm", "gru", "lstm", "rnn_gru", "rnn_lstm")
+RNN_TYPES = ("cudnn_gru", "cudnn_lstm", "gru", "lstm", "rnn_gru", "rnn_lstm", "layernorm_lstm")
 
 
 class DeepSpeech2Encoder(Encoder):
@@ -40,7 +41,11 @@ class DeepSpeech2Encoder(Encoder):
   GRU/LSTM layers (bidirectional unless ``rnn_unidirectional``; lengths respected), an
   optional row convolution (look-ahead for unidirectional models) and a fully connected
   layer of ``n_hidden`` units. ``cudnn_*`` types map to Keras layers, which pick the cuDNN
-  kernel on GPUs by themselves.
+  kernel on GPUs by themselves. ``layernorm_lstm`` is TF 1's ``LayerNormBasicLSTMCell``
+  (layer norm on each gate and on the cell state, see
+  :class:`~open_seq2seq.parts.rnns.weight_drop.WeightDropLayerNormBasicLSTMCell`); as in
+  OpenSeq2Seq, its dropout is the cell's candidate (recurrent) dropout with
+  ``dropout_keep_prob``, instead of dropout on the layer's outputs.
   """
 
   PARAMS = {
@@ -79,10 +84,18 @@ class DeepSpeech2Encoder(Encoder):
       self.conv_norms.append(keras.layers.BatchNormalization(
           momentum=p["bn_momentum"], epsilon=p["bn_epsilon"], dtype=policy, name=f"bn{i + 1}"))
     rnn_class = keras.layers.LSTM if "lstm" in p["rnn_type"] else keras.layers.GRU
+    self.layer_norm_rnn = p["rnn_type"] == "layernorm_lstm"
     self.rnns = []
     for i in range(p["num_rnn_layers"]):
-      rnn = rnn_class(p["rnn_cell_dim"], return_sequences=True, kernel_initializer=init,
-                      dtype=policy, name=f"rnn{i + 1}")
+      if self.layer_norm_rnn:
+        cell = WeightDropLayerNormBasicLSTMCell(
+            p["rnn_cell_dim"], recurrent_keep_prob=p["dropout_keep_prob"],
+            kernel_initializer=init, dtype=policy,
+            name=f"rnn{i + 1}_cell")
+        rnn = WeightDropLSTM(cell, return_sequences=True, dtype=policy, name=f"rnn{i + 1}")
+      else:
+        rnn = rnn_class(p["rnn_cell_dim"], return_sequences=True, kernel_initializer=init,
+                        dtype=policy, name=f"rnn{i + 1}")
       if not p["rnn_unidirectional"]:
         rnn = keras.layers.Bidirectional(rnn, dtype=policy, name=f"birnn{i + 1}")
       self.rnns.append(rnn)
@@ -122,7 +135,9 @@ class DeepSpeech2Encoder(Encoder):
     x = tf.reshape(x, [shape[0], shape[1], x.shape[2] * x.shape[3]])
     mask = sequence_mask(lengths, tf.shape(x)[1])
     for rnn in self.rnns:
-      x = self._drop(rnn(x, mask=mask, training=training), training)
+      x = rnn(x, mask=mask, training=training)
+      if not self.layer_norm_rnn:  # its dropout is inside the cell
+        x = self._drop(x, training)
     if self.row_conv is not None:
       x = x * tf.cast(mask, x.dtype)[:, :, None]
       x = self.row_conv(tf.pad(x, [[0, 0], [0, self.params["row_conv_width"] - 1], [0, 0]]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import keras
 import tensorflow as tf
 
 from open_seq2seq.encoders.encoder import Encoder
@@ -47,6 +48,13 @@ class TDNNEncoder(Encoder):
   or the projected inputs of every earlier residual block too (``residual_dense``).
   Padding never changes a sequence's outputs (see ``open_seq2seq.parts.cnns.conv_blocks``).
   Returns ``outputs`` [B, T', C] (zero past each length) and ``src_lengths``.
+
+  Block dropping (OpenSeq2Seq's): in training, each residual block's conv branch is dropped
+  for the whole batch with probability ``drop_block_prob`` (kept branches are scaled by
+  1 / (1 - p), so inference needs no rescaling); the decisions come from a seeded generator
+  whose state is a variable saved in checkpoints, so a resumed run draws the same decisions
+  as an uninterrupted one. At eval and inference, ``drop_block_index`` >= 0 drops that
+  block's conv branch ("blockout": how much does the model need this block?).
   """
 
   PARAMS = {
@@ -54,16 +62,17 @@ class TDNNEncoder(Encoder):
                                       min_items=1), doc="Blocks of conv layers."),
       "dropout_keep_prob": Param(float, 1.0, "Keep probability of dropout after each layer."),
       "activation_fn": Param(callable_or_class, tf.nn.relu, "Activation after each layer."),
-      "normalization": Param((str, None), "batch_norm", "batch_norm, layer_norm or None.",
-                             choices=NORMALIZATIONS),
+      "normalization": Param((str, None), "batch_norm",
+                             "batch_norm, layer_norm, instance_norm (per utterance over its "
+                             "frames) or None.", choices=NORMALIZATIONS),
       "bn_momentum": Param(float, 0.9, "Batch-norm moving-average momentum."),
       "bn_epsilon": Param(float, 1e-3, "Batch-norm epsilon."),
       "use_conv_mask": Param(bool, True, "Ignored: padded frames are always zeroed before "
                              "every convolution."),
-      "drop_block_prob": Param(float, 0.0,
-                               "Probability of dropping a residual block's conv branch in training."),
-      "drop_block_index": Param(int, -1,
-                                "-1: drop_block_prob applies to every residual block; i: only block i."),
+      "drop_block_prob": Param(float, 0.0, "Training: probability of dropping each residual "
+                               "block's conv branch (one seeded draw per block and step)."),
+      "drop_block_index": Param(int, -1, "Eval/infer: drop the conv branch of residual block "
+                                "i (blockout); -1 keeps every block."),
       **INITIALIZER_PARAMS,
       "data_format": Param(str, "channels_last", "Ignored: the layout is internal (channels "
                            "last).", choices=("channels_first", "channels_last")),
@@ -76,13 +85,22 @@ class TDNNEncoder(Encoder):
     init = self.kernel_initializer()
     self.blocks: list[list[ConvBlock1D]] = []
     self._block_specs = []
+    if not 0.0 <= p["drop_block_prob"] < 1.0:
+      raise ConfigError(f"encoder_params/drop_block_prob: {p['drop_block_prob']} is not in "
+                        "[0, 1)")
+    residual_blocks = [b for b, spec in enumerate(p["convnet_layers"]) if spec["residual"]]
+    index = p["drop_block_index"]
+    if index != -1 and index not in residual_blocks:
+      raise ConfigError(f"encoder_params/drop_block_index: {index} is not -1 nor the index of "
+                        f"a residual block (residual blocks: {residual_blocks or 'none'})")
+    self._residual_blocks = residual_blocks
+    # the RNG state is a variable: checkpoints hold it, so a resumed run draws the same drops
+    self.drop_block_seed = (keras.random.SeedGenerator(name="drop_block_seed")
+                            if p["drop_block_prob"] > 0 and residual_blocks else None)
     num_residual_blocks = 0
     for b, spec in enumerate(p["convnet_layers"]):  # validated by LAYER_PARAMS
       keep = spec["dropout_keep_prob"]
       keep = p["dropout_keep_prob"] if keep is None else keep
-      drop_block = 0.0
-      if spec["residual"] and p["drop_block_index"] in (-1, b):
-        drop_block = p["drop_block_prob"]
       num_res = 0
       if spec["residual"] and spec["residual_dense"]:
         num_residual_blocks += 1
@@ -96,7 +114,7 @@ class TDNNEncoder(Encoder):
             spec["type"], spec["num_channels"], spec["kernel_size"][0], spec["stride"][0],
             spec["dilation"][0], spec["padding"], p["activation_fn"], p["normalization"],
             p["bn_momentum"], p["bn_epsilon"], 1.0 - keep, init,
-            num_residuals=num_res if last else 0, drop_block_prob=drop_block if last else 0.0,
+            num_residuals=num_res if last else 0,
             dtype=self.dtype_policy, name=f"conv{b + 1}{r + 1}"))
       self.blocks.append(layers)
       self._block_specs.append(spec)
@@ -105,8 +123,9 @@ class TDNNEncoder(Encoder):
     x, lengths = input_dict["source_tensors"]
     x = tf.cast(x, self.compute_dtype)
     lengths = tf.cast(lengths, tf.int32)
+    scales = self.branch_scales(training)
     dense_inputs = []
-    for spec, layers in zip(self._block_specs, self.blocks):
+    for b, (spec, layers) in enumerate(zip(self._block_specs, self.blocks)):
       residuals = None
       if spec["residual"] and spec["residual_dense"]:
         dense_inputs.append(x)
@@ -114,7 +133,22 @@ class TDNNEncoder(Encoder):
       elif spec["residual"]:
         residuals = [x]
       for i, layer in enumerate(layers):
-        x, lengths = layer(x, lengths, residuals=residuals if i == len(layers) - 1 else None,
-                           training=training)
+        last = i == len(layers) - 1
+        x, lengths = layer(x, lengths, residuals=residuals if last else None,
+                           training=training, branch_scale=scales.get(b) if last else None)
     x = x * sequence_mask(lengths, tf.shape(x)[1], x.dtype)[:, :, None]
     return {"outputs": x, "src_lengths": lengths, "src_length": lengths}
+
+  def branch_scales(self, training: bool | None) -> dict[int, tf.Tensor]:
+    """Scale of each residual block's conv branch for this call, by block index: in
+    training one seeded draw per block (0 = dropped, else 1 / (1 - p)); at eval 0 for the
+    ``drop_block_index`` block. Blocks absent from the dict keep their branch."""
+    p = self.params
+    if training and self.drop_block_seed is not None:
+      prob = p["drop_block_prob"]
+      draws = keras.random.uniform([len(self._residual_blocks)], seed=self.drop_block_seed)
+      kept = tf.cast(tf.convert_to_tensor(draws) >= prob, tf.float32) / (1.0 - prob)
+      return dict(zip(self._residual_blocks, tf.unstack(kept)))
+    if not training and p["drop_block_index"] >= 0:
+      return {p["drop_block_index"]: tf.constant(0.0)}
+    return {}

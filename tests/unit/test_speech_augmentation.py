@@ -2,10 +2,12 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from open_seq2seq.config import resolve_config
 from open_seq2seq.data.speech2text.augmentation import (augment_signal, has_signal_augmentation,
-                                                        spec_augment, validate_augmentation)
+                                                        has_spec_augment, spec_augment,
+                                                        validate_augmentation)
 from open_seq2seq.errors import ConfigError
 
 
@@ -39,15 +41,29 @@ def test_time_stretch_ratio_is_an_alias():
 
 
 def test_defaults_are_filled_and_mean_no_augmentation():
-  aug = validate_augmentation({"n_time_mask": 1})
+  aug = validate_augmentation({"speed_perturbation_ratio": None})
   assert aug["noise_level_min"] is None and aug["speed_perturbation_ratio"] is None
-  assert aug["n_freq_mask"] == 0 and aug["width_time_mask"] == 0
-  assert not has_signal_augmentation(aug)
+  assert not has_signal_augmentation(aug) and not has_spec_augment(aug)
   signal = np.linspace(-0.5, 0.5, 100).astype(np.float32)
   np.testing.assert_allclose(augment_signal(signal, aug, np.random.default_rng(0)),
                              signal / 0.5, rtol=1e-4)  # only peak normalisation
   features = np.ones((10, 4), np.float32)
-  assert spec_augment(features, aug, np.random.default_rng(0)) is features  # width 0
+  np.testing.assert_array_equal(spec_augment(features, aug, [0, 1]), features)
+
+
+def test_spec_augment_defaults_are_openseq2seq_s():
+  # OpenSeq2Seq: no masks unless n_*_mask is set; then widths up to 10 features, 50 frames
+  aug = validate_augmentation({"n_freq_mask": 1, "n_time_mask": 1})
+  assert (aug["width_freq_mask"], aug["width_time_mask"]) == (10, 50)
+  assert validate_augmentation({"n_time_mask": 0})["n_freq_mask"] == 0
+  features = np.ones((400, 64), np.float32)
+  widths_t, widths_f = set(), set()
+  for seed in range(60):
+    out = spec_augment(features, aug, [seed, 3]).numpy()
+    widths_t.add(int(np.all(out == 0, axis=1).sum()))
+    widths_f.add(int(np.all(out == 0, axis=0).sum()))
+  assert max(widths_t) <= 50 and max(widths_t) > 30
+  assert max(widths_f) <= 10 and max(widths_f) > 6
 
 
 def test_speed_list_becomes_floats():
@@ -66,12 +82,11 @@ def test_noise_level_within_bounds():
 
 
 def test_spec_augment_masks_within_bounds():
-  rng = np.random.default_rng(0)
   aug = validate_augmentation({"n_freq_mask": 2, "width_freq_mask": 5,
                                "n_time_mask": 3, "width_time_mask": 7})
   features = np.ones((100, 40), np.float32)
-  for _ in range(50):
-    out = spec_augment(features, aug, rng)
+  for seed in range(50):
+    out = spec_augment(features, aug, [seed, 0]).numpy()
     assert out.shape == features.shape
     zero_cols = np.all(out == 0, axis=0).sum()
     zero_rows = np.all(out == 0, axis=1).sum()
@@ -82,7 +97,23 @@ def test_spec_augment_masks_within_bounds():
 
 def test_spec_augment_noop_without_masks():
   features = np.ones((10, 4), np.float32)
-  assert spec_augment(features, {}, np.random.default_rng(0)) is features
+  np.testing.assert_array_equal(spec_augment(features, {}, [0, 0]), features)
+
+
+def test_spec_augment_is_seeded_and_runs_in_graph():
+  aug = validate_augmentation({"n_freq_mask": 2, "width_freq_mask": 8,
+                               "n_time_mask": 2, "width_time_mask": 20})
+  features = np.ones((120, 40), np.float32)
+  a = spec_augment(features, aug, tf.constant([5, 6], tf.int64)).numpy()
+  b = spec_augment(features, aug, tf.constant([5, 6], tf.int64)).numpy()
+  np.testing.assert_array_equal(a, b)
+  assert any(not np.array_equal(a, spec_augment(features, aug, [7, s]).numpy())
+             for s in range(5))
+  dataset = tf.data.Dataset.from_tensors(features).map(
+      lambda x: spec_augment(x, aug, tf.constant([5, 6], tf.int64)))
+  np.testing.assert_array_equal(next(iter(dataset)).numpy(), a)
+  short = spec_augment(np.ones((3, 2), np.float32), aug, [1, 1]).numpy()  # masks fit
+  assert short.shape == (3, 2)
 
 
 @pytest.mark.parametrize("augmentation,match", [

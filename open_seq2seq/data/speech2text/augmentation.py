@@ -9,6 +9,10 @@ The ``augmentation`` dict of ``data_layer_params`` takes OpenSeq2Seq's keys::
      "n_time_mask": 2, "width_time_mask": 6}    # and up to width frames, set to 0 (the mean)
 
 ``time_stretch_ratio`` is accepted as OpenSeq2Seq's old name of ``speed_perturbation_ratio``.
+SpecAugment's defaults are OpenSeq2Seq's: no masks (``n_*_mask`` 0), and when masks are asked
+for, widths up to 10 features and 50 frames. The waveform augmentations run in numpy (the
+polyphase resampler); the masks are TF ops with stateless random numbers keyed by the
+example's seed, so they run in the ``tf.data`` graph after the features.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
+import tensorflow as tf
 
 from open_seq2seq.data.speech2text.audio import change_speed, peak_normalize
 from open_seq2seq.errors import ConfigError
@@ -42,9 +47,9 @@ AUGMENTATION_PARAMS = {
                              "White noise level in dB (of the peak-normalised signal): lowest."),
     "noise_level_max": Param((float, None), None, "White noise level in dB: highest."),
     "n_freq_mask": Param(non_negative_int, 0, "SpecAugment: number of feature-band masks."),
-    "width_freq_mask": Param(non_negative_int, 0, "Widest feature-band mask (features)."),
+    "width_freq_mask": Param(non_negative_int, 10, "Widest feature-band mask (features)."),
     "n_time_mask": Param(non_negative_int, 0, "SpecAugment: number of time masks."),
-    "width_time_mask": Param(non_negative_int, 0, "Widest time mask (frames)."),
+    "width_time_mask": Param(non_negative_int, 50, "Widest time mask (frames)."),
 }
 
 
@@ -100,21 +105,45 @@ def augment_signal(signal: np.ndarray, augmentation: Mapping[str, Any],
   return peak_normalize(signal)
 
 
-def spec_augment(features: np.ndarray, augmentation: Mapping[str, Any],
-                 rng: np.random.Generator) -> np.ndarray:
-  """Zeroes random bands of features and spans of frames (SpecAugment without warping)."""
-  n_freq, width_freq = augmentation.get("n_freq_mask", 0), augmentation.get("width_freq_mask", 0)
-  n_time, width_time = augmentation.get("n_time_mask", 0), augmentation.get("width_time_mask", 0)
-  if not (n_freq and width_freq) and not (n_time and width_time):
+def has_spec_augment(augmentation: Mapping[str, Any]) -> bool:
+  """True if the augmentation masks any feature band or frame span."""
+  return bool((augmentation.get("n_freq_mask", 0) and augmentation.get("width_freq_mask", 10))
+              or (augmentation.get("n_time_mask", 0) and augmentation.get("width_time_mask", 50)))
+
+
+def _span_mask(size: tf.Tensor, max_width: int, seed: tf.Tensor) -> tf.Tensor:
+  """bool [size]: True on one span of a width drawn in [0, min(max_width, size)]."""
+  width_seed, start_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+  width = tf.random.stateless_uniform([], width_seed, 0, tf.minimum(max_width, size) + 1,
+                                      tf.int32)
+  start = tf.random.stateless_uniform([], start_seed, 0, size - width + 1, tf.int32)
+  positions = tf.range(size)
+  return tf.logical_and(positions >= start, positions < start + width)
+
+
+def spec_augment(features: tf.Tensor, augmentation: Mapping[str, Any],
+                 seed: tf.Tensor) -> tf.Tensor:
+  """Zeroes random bands of features and spans of frames (SpecAugment without warping).
+
+  Args:
+    features: float32 [frames, features] (normalised: 0 is the mean).
+    augmentation: the validated augmentation dict (``n_freq_mask``, ``width_freq_mask``,
+      ``n_time_mask``, ``width_time_mask``).
+    seed: int32/int64 [2] stateless seed; the same seed draws the same masks.
+  """
+  n_freq, width_freq = augmentation.get("n_freq_mask", 0), augmentation.get("width_freq_mask", 10)
+  n_time, width_time = augmentation.get("n_time_mask", 0), augmentation.get("width_time_mask", 50)
+  features = tf.convert_to_tensor(features, tf.float32)
+  if not has_spec_augment(augmentation):
     return features
-  features = features.copy()
-  num_frames, num_features = features.shape
+  num_frames, num_features = tf.shape(features)[0], tf.shape(features)[1]
+  seeds = tf.unstack(tf.random.experimental.stateless_split(
+      tf.cast(seed, tf.int64), (n_freq if width_freq else 0) + (n_time if width_time else 0)))
+  freq_masked = tf.zeros([num_features], tf.bool)
   for _ in range(n_freq if width_freq else 0):
-    width = int(rng.integers(0, min(width_freq, num_features) + 1))
-    start = int(rng.integers(0, num_features - width + 1))
-    features[:, start:start + width] = 0.0
+    freq_masked = tf.logical_or(freq_masked, _span_mask(num_features, width_freq, seeds.pop()))
+  time_masked = tf.zeros([num_frames], tf.bool)
   for _ in range(n_time if width_time else 0):
-    width = int(rng.integers(0, min(width_time, num_frames) + 1))
-    start = int(rng.integers(0, num_frames - width + 1))
-    features[start:start + width, :] = 0.0
-  return features
+    time_masked = tf.logical_or(time_masked, _span_mask(num_frames, width_time, seeds.pop()))
+  masked = tf.logical_or(time_masked[:, None], freq_masked[None, :])
+  return tf.where(masked, tf.zeros_like(features), features)

@@ -1,12 +1,14 @@
-"""Spectrogram features in TensorFlow for speech synthesis: STFT magnitude, mel filterbank,
-log compression and silence trimming.
+"""Spectrogram features in TensorFlow, shared by speech synthesis and speech recognition:
+STFT magnitude, windows, mel filterbank, dB and log compression, DCT (MFCC), silence
+trimming.
 
 The definitions follow librosa 0.11 so that spectrograms computed here agree with librosa's
 on the same audio: frames are centred by zero-padding ``n_fft // 2`` samples on each side
-(librosa's default ``pad_mode="constant"``), the periodic Hann window of ``win_length`` is
+(librosa's default ``pad_mode="constant"``), the periodic window of ``win_length`` is
 zero-padded centrally to ``n_fft``, and mel filters are librosa's (HTK or Slaney scale).
-Everything except :func:`mel_filterbank` (numpy, computed once) is TensorFlow, so it runs
-inside a ``tf.data`` map or a ``tf.function``, in float32, over any leading batch axes.
+Everything except the constant matrices and windows (numpy, computed once) is TensorFlow, so
+it runs inside a ``tf.data`` map or a ``tf.function``, in float32, over any leading batch
+axes.
 """
 
 from __future__ import annotations
@@ -81,16 +83,42 @@ def mel_filterbank(sample_rate: int, n_fft: int, num_mels: int, fmin: float = 0.
   return weights.astype(np.float32)
 
 
-def hann_window(win_length: int, n_fft: int) -> np.ndarray:
-  """Periodic Hann window of ``win_length`` zero-padded centrally to ``n_fft`` (librosa's
-  ``pad_center``: the extra sample of an odd padding goes to the right)."""
+#: Window names :func:`window_function` accepts ("hanning" is OpenSeq2Seq's, numpy's name).
+WINDOWS = ("hann", "hanning", "hamming", "none")
+
+
+def window_function(name: str, win_length: int, n_fft: int) -> np.ndarray:
+  """Periodic (FFT) window of ``win_length`` zero-padded centrally to ``n_fft``, as librosa
+  builds it (``get_window(..., fftbins=True)`` then ``pad_center``: the extra sample of an
+  odd padding goes to the right).
+
+  Args:
+    name: "hann" (or "hanning"), "hamming" or "none" (rectangular).
+    win_length: window length in samples.
+    n_fft: FFT size (>= ``win_length``).
+
+  Raises:
+    ConfigError: unknown name, or a window longer than the FFT.
+  """
   if win_length > n_fft:
     raise ConfigError(f"win_length: {win_length} is longer than n_fft {n_fft}; use "
                       "win_length <= n_fft")
   n = np.arange(win_length)
-  window = 0.5 - 0.5 * np.cos(2.0 * np.pi * n / win_length)
+  if name in ("hann", "hanning"):
+    window = 0.5 - 0.5 * np.cos(2.0 * np.pi * n / win_length)
+  elif name == "hamming":
+    window = 0.54 - 0.46 * np.cos(2.0 * np.pi * n / win_length)
+  elif name == "none":
+    window = np.ones(win_length)
+  else:
+    raise ConfigError(f"window: {name!r} is not one of {', '.join(WINDOWS)}")
   left = (n_fft - win_length) // 2
   return np.pad(window, (left, n_fft - win_length - left)).astype(np.float32)
+
+
+def hann_window(win_length: int, n_fft: int) -> np.ndarray:
+  """Periodic Hann window of ``win_length`` zero-padded centrally to ``n_fft``."""
+  return window_function("hann", win_length, n_fft)
 
 
 def fixed_window_fn(window: np.ndarray):
@@ -118,30 +146,62 @@ def num_frames(num_samples: int, n_fft: int, hop_length: int, center: bool = Tru
 
 def stft_magnitude(signal: tf.Tensor, n_fft: int, hop_length: int,
                    win_length: int | None = None, center: bool = True,
-                   power: float = 1.0) -> tf.Tensor:
+                   power: float = 1.0, window: str = "hann") -> tf.Tensor:
   """``|STFT| ** power``, float32 ``[..., frames, n_fft // 2 + 1]``, as librosa computes it.
 
   Args:
     signal: float32 ``[..., samples]``.
     n_fft: FFT size, and frame length.
     hop_length: samples between frame starts.
-    win_length: Hann window length (default ``n_fft``), zero-padded centrally to ``n_fft``.
+    win_length: window length (default ``n_fft``), zero-padded centrally to ``n_fft``.
     center: centre frame ``t`` on sample ``t * hop_length`` by zero-padding ``n_fft // 2``
       samples on each side (librosa's ``center=True, pad_mode="constant"``).
     power: exponent of the magnitude (1: magnitude, 2: power).
+    window: "hann", "hamming" or "none" (see :func:`window_function`).
   """
-  window = hann_window(win_length or n_fft, n_fft)
+  window = window_function(window, win_length or n_fft, n_fft)
   signal = tf.convert_to_tensor(signal, tf.float32)
   if center:
     signal = pad_last_axis(signal, n_fft // 2, n_fft // 2)
   stft = tf.signal.stft(signal, frame_length=n_fft, frame_step=hop_length, fft_length=n_fft,
                         window_fn=fixed_window_fn(window), pad_end=False)
+  if power == 2.0:  # |z|^2 without the square root (exact, and cheaper than abs then pow)
+    return tf.square(tf.math.real(stft)) + tf.square(tf.math.imag(stft))
   magnitude = tf.abs(stft)
   if power == 1.0:
     return magnitude
-  if power == 2.0:  # exact, and cheaper than pow
-    return tf.square(magnitude)
   return tf.pow(magnitude, power)
+
+
+def power_to_db(power: tf.Tensor, amin: float = 1e-10, top_db: float | None = None
+                ) -> tf.Tensor:
+  """``10 log10(max(power, amin))``, floored ``top_db`` below the maximum over the whole
+  tensor when given (librosa's ``power_to_db`` with ``ref=1``)."""
+  power = tf.convert_to_tensor(power, tf.float32)
+  db = (10.0 / math.log(10.0)) * tf.math.log(tf.maximum(power, amin))
+  if top_db is not None:
+    db = tf.maximum(db, tf.reduce_max(db) - top_db)
+  return db
+
+
+def dct_matrix(num_inputs: int, num_outputs: int) -> np.ndarray:
+  """float32 [num_inputs, num_outputs]: ``x @ M`` is the first ``num_outputs`` coefficients
+  of the orthonormal DCT-II of ``x`` (scipy's ``dct(type=2, norm="ortho")``)."""
+  n = np.arange(num_inputs)[:, None]
+  k = np.arange(num_outputs)[None, :]
+  matrix = np.cos(np.pi * k * (2 * n + 1) / (2 * num_inputs)) * np.sqrt(2.0 / num_inputs)
+  matrix[:, 0] /= np.sqrt(2.0)
+  return matrix.astype(np.float32)
+
+
+def mfcc_from_log_mel(log_mel_db: tf.Tensor, num_mfcc: int) -> tf.Tensor:
+  """The first ``num_mfcc`` coefficients of the orthonormal DCT-II over the last axis
+  (librosa's ``mfcc(S=..., dct_type=2, norm="ortho")``), as one product with a constant
+  matrix: faster here than ``tf.signal.dct``'s FFT for a few dozen bands, and
+  ``tf.signal.mfccs_from_log_mel_spectrograms`` scales the 0th coefficient differently."""
+  log_mel_db = tf.convert_to_tensor(log_mel_db, tf.float32)
+  matrix = dct_matrix(int(log_mel_db.shape[-1]), num_mfcc)
+  return tf.linalg.matmul(log_mel_db, tf.constant(matrix))
 
 
 def log_compress(x: tf.Tensor, data_min: float) -> tf.Tensor:

@@ -8,7 +8,8 @@ Why a batch's padding cannot change an utterance's output here:
   TensorFlow's, whose left padding depends on the (batch-dependent) input length when the
   stride is above 1 and would shift the frame grid;
 * batch normalization computes its training statistics over real frames only (Keras's
-  ``mask`` argument), and uses moving averages at inference;
+  ``mask`` argument), and uses moving averages at inference; instance normalization takes
+  each utterance's statistics over its real frames only;
 * lengths follow each layer: ``ceil(L / stride)`` for SAME, ``(L - span) // stride + 1``
   for VALID.
 """
@@ -22,7 +23,7 @@ import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
 
-NORMALIZATIONS = (None, "batch_norm", "layer_norm")
+NORMALIZATIONS = (None, "batch_norm", "layer_norm", "instance_norm")
 
 
 def sequence_mask(lengths: tf.Tensor, maxlen: tf.Tensor | int, dtype=tf.bool) -> tf.Tensor:
@@ -82,8 +83,36 @@ class MaskedConv1D(keras.layers.Layer):
                                   self.padding)
 
 
+class MaskedInstanceNorm(keras.layers.Layer):
+  """Instance norm over time: each sequence's channels normalised by their own mean and
+  variance over its valid frames, then a learned per-channel scale and shift (as TF 1's
+  ``tf.contrib.layers.instance_norm`` on [B, T, C], epsilon 1e-6, which saw no padding mask).
+  """
+
+  def __init__(self, epsilon: float = 1e-6, **kwargs):
+    super().__init__(**kwargs)
+    self.epsilon = epsilon
+
+  def build(self, input_shape) -> None:
+    channels = input_shape[-1]
+    self.gamma = self.add_weight(shape=(channels,), name="gamma", initializer="ones")
+    self.beta = self.add_weight(shape=(channels,), name="beta", initializer="zeros")
+    self.built = True
+
+  def call(self, x: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
+    x32 = tf.cast(x, tf.float32)
+    weights = tf.cast(mask, tf.float32)[:, :, None]  # [B, T, 1]
+    count = tf.maximum(tf.reduce_sum(weights, axis=1, keepdims=True), 1.0)
+    mean = tf.reduce_sum(x32 * weights, axis=1, keepdims=True) / count
+    variance = tf.reduce_sum(tf.square(x32 - mean) * weights, axis=1, keepdims=True) / count
+    y = (x32 - mean) * tf.math.rsqrt(variance + self.epsilon)
+    y = y * tf.cast(self.gamma, tf.float32) + tf.cast(self.beta, tf.float32)
+    return tf.cast(y, x.dtype)
+
+
 class MaskedNorm(keras.layers.Layer):
-  """Batch norm with statistics over valid frames only, layer norm, or nothing."""
+  """Batch norm with statistics over valid frames only, layer norm, instance norm (over
+  valid frames), or nothing."""
 
   def __init__(self, normalization: str | None, bn_momentum: float = 0.9,
                bn_epsilon: float = 1e-3, **kwargs):
@@ -98,12 +127,16 @@ class MaskedNorm(keras.layers.Layer):
     elif normalization == "layer_norm":
       self.norm = keras.layers.LayerNormalization(epsilon=1e-5, dtype=self.dtype_policy,
                                                   name="ln")
+    elif normalization == "instance_norm":
+      self.norm = MaskedInstanceNorm(dtype=self.dtype_policy, name="in")
 
   def call(self, x: tf.Tensor, mask: tf.Tensor, training: bool | None = None) -> tf.Tensor:
     if self.normalization == "batch_norm":
       return tf.cast(self.norm(x, training=training, mask=mask), x.dtype)
     if self.normalization == "layer_norm":
       return tf.cast(self.norm(x), x.dtype)
+    if self.normalization == "instance_norm":
+      return self.norm(x, mask)
     return x
 
 
@@ -114,7 +147,9 @@ class ConvBlock1D(keras.layers.Layer):
   through its own 1x1 conv + norm and is added before the activation (Jasper; several
   inputs = dense residual). ``drop_block_prob`` drops the convolutional branch of a
   residual block for a whole batch with that probability in training (stochastic depth,
-  rescaled so inference needs no change).
+  rescaled so inference needs no change). A caller that draws its own decisions (seeded,
+  or blockout at inference) passes ``branch_scale`` instead: the conv branch is multiplied
+  by it (0 drops it) and ``drop_block_prob`` is not used.
   """
 
   def __init__(self, layer_type: str, filters: int, kernel_size: int, stride: int,
@@ -138,12 +173,15 @@ class ConvBlock1D(keras.layers.Layer):
     self.drop_block_prob = drop_block_prob
 
   def call(self, x: tf.Tensor, lengths: tf.Tensor, residuals: list | None = None,
-           training: bool | None = None) -> tuple[tf.Tensor, tf.Tensor]:
+           training: bool | None = None, branch_scale: tf.Tensor | None = None
+           ) -> tuple[tf.Tensor, tf.Tensor]:
     y, lengths = self.conv(x, lengths)
     mask = sequence_mask(lengths, tf.shape(y)[1])
     y = self.norm(y, mask, training=training)
     if self.res_convs:
-      if training and self.drop_block_prob > 0:
+      if branch_scale is not None:
+        y = y * tf.cast(branch_scale, y.dtype)
+      elif training and self.drop_block_prob > 0:
         keep = tf.cast(tf.random.uniform([]) >= self.drop_block_prob, y.dtype)
         y = y * keep / (1.0 - self.drop_block_prob)
       for res, conv, norm in zip(residuals, self.res_convs, self.res_norms):
