@@ -1,4 +1,5 @@
-"""Speech2Text: CTC speech recognition (DeepSpeech2, Wave2Letter+, Jasper, QuartzNet)."""
+"""Speech2Text: speech recognition, CTC (DeepSpeech2, Wave2Letter+, Jasper, QuartzNet) or
+attention-based (Listen-Attend-Spell, joint CTC-attention)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from open_seq2seq.data.description import DataDescription, SpeechDescription
+from open_seq2seq.data.speech2text.targets import TargetEncoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
 from open_seq2seq.outputs import CsvRows, InferenceOutput, PickledObject
@@ -33,7 +35,10 @@ class Speech2Text(Model):
 
   The data layer's description must be a
   :class:`~open_seq2seq.data.description.SpeechDescription`: the decoder is offered
-  ``vocab_size`` (CTC classes, blank included) and the alphabet ``idx2char``.
+  ``vocab_size`` (CTC classes, blank included) and the alphabet ``idx2char``. With
+  ``data_layer_params/autoregressive`` (attention decoders) the alphabet holds ``<S>`` and
+  ``</S>``: the decoder is also offered their ids as ``go_symbol`` and ``end_symbol``, and the
+  loss ``end_symbol``; transcripts end at the first ``</S>``.
   """
 
   best_metric = ("WER", False)
@@ -45,8 +50,15 @@ class Speech2Text(Model):
     if not isinstance(description, SpeechDescription):
       raise ConfigError(f"data_layer: Speech2Text needs a data layer describing speech "
                         f"(SpeechDescription), got {type(description).__name__}")
+    symbols = {}
+    if TargetEncoder.START in description.char2idx:  # autoregressive targets
+      symbols = {"go_symbol": description.char2idx[TargetEncoder.START],
+                 "end_symbol": description.char2idx[TargetEncoder.END]}
     if slot == "decoder":
-      return {"vocab_size": description.tgt_vocab_size, "idx2char": description.idx2char}
+      return {"vocab_size": description.tgt_vocab_size, "idx2char": description.idx2char,
+              **symbols}
+    if slot == "loss":
+      return {"end_symbol": symbols.get("end_symbol")}
     return {}
 
   # ------------------------------------------------------------------ decoding to text
@@ -62,7 +74,7 @@ class Speech2Text(Model):
     evaluator's per-replica hook, so on every process for its own shard — by the decoder's
     beam search fused with the n-gram LM, in parallel over the batch's utterances.
     """
-    if self.decoder.params["use_language_model"]:
+    if self.decoder.params.get("use_language_model"):
       return self.decoder.decode_with_lm(outputs["logits"][:limit], outputs["src_length"][:limit])
     ids = [row[:n] for row, n in zip(outputs["outputs"][:limit],
                                      outputs["final_sequence_lengths"][:limit])]
@@ -101,9 +113,10 @@ class Speech2Text(Model):
 
   def infer(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
     """Per utterance: (id, (transcript, logits [T, V] if infer_logits_to_pickle else None))."""
-    keep_logits = self.decoder.params["infer_logits_to_pickle"]
     texts = self.decode_outputs(outputs)
-    return [(int(index), (text, np.asarray(logits[:n], np.float32) if keep_logits else None))
+    if not self.decoder.params.get("infer_logits_to_pickle"):
+      return [(int(index), (text, None)) for index, text in zip(batch["id"], texts)]
+    return [(int(index), (text, np.asarray(logits[:n], np.float32)))
             for index, text, logits, n in zip(batch["id"], texts, outputs["logits"],
                                                outputs["src_length"])]
 
@@ -120,13 +133,22 @@ class Speech2Text(Model):
     return self.finalize_evaluation([(i, _edits(layer.transcripts[i], text))
                                      for i, (text, _) in results])
 
+  def serving_adapter(self):
+    """Exported recognizers take waveforms and return transcripts (the decoder's in-graph
+    decoding: greedy CTC, or the attention decoder's search; an n-gram LM is not exported)."""
+    from open_seq2seq.serving.speech import SpeechToTextServing  # pylint: disable=import-outside-toplevel
+    layer = self.data_layer
+    return SpeechToTextServing(layer.extractor.features_graph,
+                               layer.params["num_audio_features"], layer.params["pad_to"],
+                               layer.targets, layer.params["sample_freq"])
+
   def finalize_inference(self, results: list) -> list[InferenceOutput]:
     """``wav_filename,predicted_transcript`` rows, and the pickle of logits if asked for."""
     layer = self.data_layer
     outputs: list[InferenceOutput] = [
         CsvRows([(i, (layer.wav_filename(i), text)) for i, (text, _) in results],
                 columns=("wav_filename", "predicted_transcript"))]
-    if self.decoder.params["infer_logits_to_pickle"]:
+    if self.decoder.params.get("infer_logits_to_pickle"):
       path = (self.decoder.params["infer_logits_file"] or
               os.path.join(self.params["logdir"], "infer_logits.pickle"))
       outputs.append(PickledObject(

@@ -84,3 +84,22 @@ def test_eval_and_interactive_infer(trained, workdir):
   lines = [l for l in interactive.stdout.splitlines() if l and not l.startswith("[")]
   assert lines and word_error_rate([expected["transcript"]], [lines[0]]) <= 0.5, lines
   assert "no/such/file.wav: audio file not found" in interactive.stderr
+
+
+def test_export_transcribes_as_infer_does(trained, workdir, tmp_path):
+  """The SavedModel (waveform in, greedy CTC transcript out, features in the graph) served
+  without open_seq2seq gives --mode=infer's transcripts of the test WAV files."""
+  from tests.e2e.test_export import run_export_script
+  output = str(tmp_path / "infer.csv")
+  inferred = run(workdir, "infer", f"--infer_output_file={output}")
+  assert inferred.returncode == 0, inferred.stderr[-3000:]
+  exported = run(workdir, "export", f"--export_dir={tmp_path / 'exported'}")
+  assert exported.returncode == 0, exported.stderr[-3000:]
+  assert "serving_default(waveform, length) -> text, ids, ids_length" in exported.stdout
+  rows = read_rows(output)
+  data = os.path.join(workdir, "data", "synthetic_speech")
+  inputs = tmp_path / "wavs.txt"
+  inputs.write_text("".join(os.path.join(data, r["wav_filename"]) + "\n" for r in rows))
+  run_export_script(str(tmp_path / "exported"), str(inputs), str(tmp_path / "served.txt"))
+  served = (tmp_path / "served.txt").read_text(encoding="utf-8").splitlines()
+  assert served == [r["predicted_transcript"] for r in rows]

@@ -253,13 +253,16 @@ def test_check_script_classifies(tmp_path):
                                                       '"max_steps": 20, "no_such_key": 1,'))
   (tmp_path / "missing.py").write_text(TF1_CONFIG.replace(
       "from open_seq2seq.encoders import TransformerEncoder",
-      "from open_seq2seq.encoders import TransformerEncoder, ListenAttendSpellEncoder"))
+      "from open_seq2seq.encoders import TransformerEncoder, NoSuchEncoder"))
   results = {name: check.check_config(str(tmp_path / name), str(tmp_path / "out" / name))
              for name in ("good.py", "gap.py", "missing.py")}
   assert results["good.py"]["result"] == "loads"
   assert results["good.py"]["modes"] == ["train", "eval"]
   assert results["gap.py"]["result"] == "gap"
   assert results["gap.py"]["errors"]["train"][0].startswith("no_such_key: unknown parameter")
-  assert results["missing.py"]["result"] == "missing: attention ASR / speech commands (issue 15)"
+  # every class OpenSeq2Seq's configs import exists now: an unknown one is charged to the
+  # family of the config's model
+  assert results["missing.py"]["result"] == "missing: translation RNN/ConvS2S (issue 11)"
+  assert results["missing.py"]["detail"] == "NoSuchEncoder"
   table = check.report(results)
   assert "| `gap.py` | train, eval | gap |" in table

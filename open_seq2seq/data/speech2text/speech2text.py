@@ -2,8 +2,8 @@
 
 Each CSV has the header ``wav_filename,wav_filesize,transcript`` (``wav_filesize`` may be
 absent; ``transcript`` may be absent for inference). Audio is decoded with libsndfile (WAV,
-FLAC ...), features are computed in numpy inside ``tf.data`` (parallel map), and batches
-are::
+FLAC ...) in a numpy step of ``tf.data`` (parallel map), features are TF ops in the same
+graph (:meth:`FeatureExtractor.features_graph`), and batches are::
 
     {"source_tensors": (features [B, T, F] float32, lengths [B] int32),
      "target_tensors": (ids [B, L] int32, lengths [B] int32),   # not in infer mode
@@ -29,16 +29,18 @@ from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.data.description import SpeechDescription
 from open_seq2seq.data.speech2text.audio import check_audio_header, peak_normalize, read_audio
 from open_seq2seq.data.speech2text.augmentation import (AUGMENTATION, augment_signal,
-                                                        has_signal_augmentation, spec_augment)
+                                                        has_signal_augmentation, has_spec_augment,
+                                                        spec_augment)
 from open_seq2seq.data.speech2text.feature_cache import FeatureCache
-from open_seq2seq.data.speech2text.features import INPUT_TYPES, WINDOWS, FeatureExtractor
+from open_seq2seq.data.speech2text.features import (BACKENDS, INPUT_TYPES, WINDOWS,
+                                                    FeatureExtractor)
 from open_seq2seq.data.speech2text.targets import TargetEncoder
 from open_seq2seq.errors import ConfigError, DataError
 from open_seq2seq.utils.params import Param
 
 #: Parameters that determine the features (the feature-cache key).
 _FEATURE_KEYS = ("input_type", "num_audio_features", "sample_freq", "window_size",
-                 "window_stride", "window", "num_fft", "norm_per_feature", "resample")
+                 "window_stride", "window", "num_fft", "norm_per_feature", "resample", "backend")
 
 
 class Speech2TextDataLayer(DataLayer):
@@ -60,6 +62,8 @@ class Speech2TextDataLayer(DataLayer):
       "dataset_files": Param((list, None), None,
                              "CSV files (wav_filename,wav_filesize,transcript), read in order."),
       "bpe": Param(bool, False, "vocab_file is a SentencePiece model."),
+      "autoregressive": Param(bool, False, "Targets for an attention decoder: <S> and </S> "
+                              "join the vocabulary and every target ends with </S>."),
       "sample_freq": Param(int, 16000, "Audio rate in Hz the features are computed at."),
       "resample": Param(bool, True, "Resample files at another rate (else a DataError)."),
       "window_size": Param(float, 20e-3, "Analysis window in seconds."),
@@ -84,9 +88,9 @@ class Speech2TextDataLayer(DataLayer):
       "cache_dir": Param((str, None), None,
                          "Feature cache folder (default: feature_cache/ next to the first CSV)."),
       "cache_regenerate": Param(bool, False, "Recompute and overwrite cached features."),
-      "backend": Param(str, "librosa", "Ignored: features are always computed in numpy with "
-                       "librosa's filters (python_speech_features, 'psf', is not used).",
-                       choices=("psf", "librosa")),
+      "backend": Param(str, "librosa", "librosa: TF ops equal to librosa's features (in the "
+                       "tf.data graph); psf: python_speech_features in numpy (if installed).",
+                       choices=BACKENDS),
       "precompute_mel_basis": Param(bool, True,
                                     "Ignored: the mel basis is always computed once."),
   }
@@ -95,12 +99,10 @@ class Speech2TextDataLayer(DataLayer):
                num_workers: int = 1, worker_id: int = 0, random_seed: int | None = None):
     super().__init__(params, mode, batch_size, num_workers, worker_id, random_seed)
     p = self.params
-    self.targets = TargetEncoder(p["vocab_file"], p["bpe"])
+    self.targets = TargetEncoder(p["vocab_file"], p["bpe"], p["autoregressive"])
     # validated (defaults filled, alias resolved) with the params, by the base class
     self.augmentation = dict(p["augmentation"] or {}) if mode == "train" else {}
-    self.extractor = FeatureExtractor(
-        p["input_type"], p["num_audio_features"], p["sample_freq"], p["window_size"],
-        p["window_stride"], p["window"], p["num_fft"], p["norm_per_feature"])
+    self.extractor = FeatureExtractor.from_params(p)
     if p["pad_to"] < 1:
       raise ConfigError(f"data_layer_params/pad_to: must be at least 1, got {p['pad_to']}")
     self.wav_filenames: list[str] = []  # as written in the CSVs (echoed by inference)
@@ -174,30 +176,51 @@ class Speech2TextDataLayer(DataLayer):
     if self.cache is not None and not signal_aug:
       features = self.cache.load(path)
     if features is None:
-      signal = read_audio(path, p["sample_freq"], p["resample"])
+      signal = peak_normalize(read_audio(path, p["sample_freq"], p["resample"]))
       if signal_aug:
         signal = augment_signal(signal, self.augmentation, rng)
-      else:
-        signal = peak_normalize(signal)
       if augment and p["dither"] > 0 and self.cache is None:
         signal = signal + p["dither"] * rng.standard_normal(len(signal), dtype=np.float32)
       features = self.extractor(signal)
       if self.cache is not None and not signal_aug:
         self.cache.save(path, features)
-    if augment:
-      features = spec_augment(features, self.augmentation, rng)
+    if augment and has_spec_augment(self.augmentation):
+      features = spec_augment(features, self.augmentation,
+                              rng.integers(0, 2 ** 31, size=2)).numpy()
     duration = (len(features) - 1) * self.extractor.hop_length / p["sample_freq"]
     return features.astype(np.float32, copy=False), float(duration)
 
   def _load(self, index: np.int64, seed: np.int64):
+    """numpy step: the (augmented) waveform, or features read from the cache or computed by
+    the numpy-only "psf" backend (then the waveform is empty and ``ready`` is True)."""
+    p = self.params
     index = int(index)
-    augment = self.mode == "train"
-    rng = np.random.default_rng(int(seed) & 0x7FFFFFFFFFFFFFFF) if augment else None
-    features, duration = self.featurize(self.paths[index], rng, augment)
+    path = self.paths[index]
+    signal_aug = self.mode == "train" and has_signal_augmentation(self.augmentation)
+    features = None
+    if self.cache is not None and not signal_aug:
+      features = self.cache.load(path)
+    signal = np.zeros([0], np.float32)
+    if features is None:
+      signal = read_audio(path, p["sample_freq"], p["resample"])
+      if signal_aug:
+        rng = np.random.default_rng(int(seed) & 0x7FFFFFFFFFFFFFFF)
+        signal = augment_signal(peak_normalize(signal), self.augmentation, rng)
+      if not self.extractor.in_graph:
+        features = self.extractor(signal)
+        if self.cache is not None and not signal_aug:
+          self.cache.save(path, features)
+    ready = features is not None
+    if features is None:
+      features = np.zeros([0, p["num_audio_features"]], np.float32)
     targets = (np.asarray(self._target_ids[index], np.int32) if self._target_ids
                else np.zeros([0], np.int32))
-    return (features, np.int32(len(features)), targets, np.int32(len(targets)),
-            np.float32(duration))
+    return (signal, features.astype(np.float32, copy=False), np.bool_(ready), targets,
+            np.int32(len(targets)))
+
+  def _save(self, index: np.int64, features: np.ndarray) -> np.bool_:
+    self.cache.save(self.paths[int(index)], features)
+    return np.bool_(True)
 
   # ------------------------------------------------------------------ datasets
   def get_size_in_samples(self) -> int:
@@ -239,13 +262,38 @@ class Speech2TextDataLayer(DataLayer):
     num_features = self.params["num_audio_features"]
     with_targets = not self.inference
 
+    train = self.mode == "train"
+    dither = self.params["dither"] if train and self.cache is None else 0.0
+    save = self.cache is not None and not (train and has_signal_augmentation(self.augmentation))
+    masks = train and has_spec_augment(self.augmentation)
+    seconds_per_frame = self.extractor.hop_length / self.params["sample_freq"]
+
+    def features_of(row, signal, dither_seed):
+      x = self.extractor.features_graph(signal, dither, dither_seed)
+      if save:  # computed here, not read from the cache: store it
+        saved = tf.numpy_function(self._save, [row["id"], x], tf.bool, stateful=True)
+        with tf.control_dependencies([saved]):
+          x = tf.identity(x)
+      return x
+
     def load(row, seed):
-      x, x_len, y, y_len, duration = tf.numpy_function(
+      signal, x, ready, y, y_len = tf.numpy_function(
           self._load, [row["id"], seed],
-          [tf.float32, tf.int32, tf.int32, tf.int32, tf.float32], stateful=False)
+          [tf.float32, tf.float32, tf.bool, tf.int32, tf.int32], stateful=False)
+      signal.set_shape([None])
       x.set_shape([None, num_features])
-      element = {"source": x, "source_length": tf.reshape(x_len, []), "id": row["id"],
-                 "duration": tf.reshape(duration, [])}
+      # per-example stateless seeds: dither and masks are functions of (seed, id)
+      dither_seed, mask_seed = tf.unstack(tf.random.experimental.stateless_split(
+          tf.stack([seed, row["id"]]), 2))
+      if self.extractor.in_graph:
+        x = tf.cond(tf.reshape(ready, []), lambda: x,
+                    lambda: features_of(row, signal, dither_seed))
+        x.set_shape([None, num_features])
+      if masks:
+        x = spec_augment(x, self.augmentation, mask_seed)
+      x_len = tf.shape(x, out_type=tf.int32)[0]
+      duration = tf.cast(x_len - 1, tf.float32) * seconds_per_frame
+      element = {"source": x, "source_length": x_len, "id": row["id"], "duration": duration}
       if with_targets:
         y.set_shape([None])
         element.update(target=y, target_length=tf.reshape(y_len, []))

@@ -1,8 +1,13 @@
-"""Transcript <-> target ids for CTC: a character vocabulary or a SentencePiece model.
+"""Transcript <-> target ids: a character vocabulary or a SentencePiece model.
 
 CTC needs one extra class, the blank. As in OpenSeq2Seq, the blank is the *last* class:
-symbols take ids ``0..n-1`` and ``tgt_vocab_size = n + 1``. (The text family's special
-tokens PAD/UNK/S/EOS do not apply: CTC targets need neither start nor end symbols.)
+symbols take ids ``0..n-1`` and ``tgt_vocab_size = n + 1``. (CTC targets need neither start
+nor end symbols.)
+
+Attention decoders (``autoregressive``, OpenSeq2Seq's data-layer switch) need both instead:
+``<S>`` takes id ``n`` and ``</S>`` id ``n + 1``, ``tgt_vocab_size = n + 2``, and every target
+ends with ``</S>`` (the start symbol is fed by the decoder, never part of a target). A joint
+CTC-attention model's CTC branch then has ``n + 1`` classes, its blank at id ``n``.
 """
 
 from __future__ import annotations
@@ -42,10 +47,16 @@ class TargetEncoder:
     vocab_file: a character vocabulary (one symbol per line) or, with ``bpe`` (or a
       ``.model`` file), a SentencePiece model.
     bpe: read ``vocab_file`` as a SentencePiece model.
+    autoregressive: add ``<S>``/``</S>`` after the symbols and end every target with
+      ``</S>`` (module doc).
   """
 
-  def __init__(self, vocab_file: str, bpe: bool = False):
+  #: Names of the start and end symbols in ``idx2char``/``char2idx`` (OpenSeq2Seq's).
+  START, END = "<S>", "</S>"
+
+  def __init__(self, vocab_file: str, bpe: bool = False, autoregressive: bool = False):
     self.bpe = bpe or vocab_file.endswith(".model")
+    self.autoregressive = autoregressive
     if self.bpe:
       if not os.path.isfile(vocab_file):
         raise ConfigError(f"data_layer_params/vocab_file: {vocab_file} does not exist")
@@ -66,15 +77,30 @@ class TargetEncoder:
       self.num_symbols = len(symbols)
       # LibriSpeech-style vocabularies are lowercase; transcripts may not be.
       self._lowercase = not any(c.isupper() for c in symbols)
+    if autoregressive:
+      # after the symbols, so a CTC branch's blank (id n) never collides with a symbol
+      for i, name in ((self.num_symbols, self.START), (self.num_symbols + 1, self.END)):
+        self.idx2char[i] = name
+        self.char2idx[name] = i
 
   @property
   def blank_id(self) -> int:
     return self.num_symbols
 
   @property
+  def start_id(self) -> int | None:
+    """Id of ``<S>`` (autoregressive targets only)."""
+    return self.num_symbols if self.autoregressive else None
+
+  @property
+  def end_id(self) -> int | None:
+    """Id of ``</S>``, the last id of every autoregressive target."""
+    return self.num_symbols + 1 if self.autoregressive else None
+
+  @property
   def vocab_size(self) -> int:
-    """Number of CTC classes including the blank."""
-    return self.num_symbols + 1
+    """Number of CTC classes including the blank, or, autoregressive, of symbols + 2."""
+    return self.num_symbols + (2 if self.autoregressive else 1)
 
   def normalize(self, transcript: str) -> str:
     transcript = " ".join(transcript.split())
@@ -83,17 +109,22 @@ class TargetEncoder:
   def encode(self, transcript: str, where: str = "") -> list[int]:
     """Ids of ``transcript``; ``where`` names the source line in the error message."""
     text = self.normalize(transcript)
+    end = [self.end_id] if self.autoregressive else []
     if self.bpe:
-      return list(self.sp.EncodeAsIds(text))
+      return list(self.sp.EncodeAsIds(text)) + end
     try:
-      return [self.char2idx[c] for c in text]
+      return [self.char2idx[c] for c in text] + end
     except KeyError as e:
       raise DataError(f"{where or 'transcript'}: character {e.args[0]!r} is not in the "
                       f"vocabulary; add it to vocab_file or clean the transcript") from None
 
   def decode(self, ids: Sequence[int]) -> str:
-    """Text of ids (blanks and out-of-range ids are skipped)."""
-    ids = [int(i) for i in ids if 0 <= int(i) < self.num_symbols]
+    """Text of ids (blanks, start symbols and out-of-range ids are skipped; autoregressive
+    ids end at the first ``</S>``)."""
+    ids = [int(i) for i in ids]
+    if self.autoregressive and self.end_id in ids:
+      ids = ids[:ids.index(self.end_id)]
+    ids = [i for i in ids if 0 <= i < self.num_symbols]
     if self.bpe:
       return self.sp.DecodeIds(ids)
     return "".join(self.idx2char[i] for i in ids)

@@ -30,6 +30,11 @@ wired as OpenSeq2Seq's ``attention_type`` chose:
   below; context]``, where the context is the previous step's (gnmt) or the one the bottom
   cell's output just computed (gnmt_v2, NVIDIA's GNMT v2); the output is the top cell's.
 
+A *location-aware* mechanism (one with a ``location_alignments(query, memory, previous,
+cumulative)`` method, e.g. :class:`open_seq2seq.parts.tacotron.attention.LocationSensitiveAttention`)
+also reads where the attention went: the cell then keeps the previous step's alignments in its
+state (``"alignments"``, zeros at first) and passes them with the coverage.
+
 Dropout and residual connections copy TF 1's wrappers: standard wiring applies OpenSeq2Seq's
 ``DropoutWrapper(ResidualWrapper(cell))`` (the residual adds the dropped-out input), GNMT's
 ``ResidualWrapper(DropoutWrapper(cell))`` on the third cell and above (the residual adds the
@@ -190,8 +195,9 @@ class AttentionDecoderCell(keras.layers.Layer):
   Call :meth:`build_for` with the input and memory depths before the first step (outside any
   ``tf.while_loop``: it creates the variables), :meth:`initial_state` once per sequence, then
   :meth:`step`. The state is a dict: ``cells`` (each cell's state tensors, zeros at first),
-  ``attention`` (the previous step's attention, fed to the bottom cell) and ``coverage``
-  (float32 alignments summed over the steps so far).
+  ``attention`` (the previous step's attention, fed to the bottom cell), ``coverage``
+  (float32 alignments summed over the steps so far) and, for a location-aware mechanism
+  only, ``alignments`` (the previous step's, float32).
 
   Args:
     cells: Keras recurrent cells, bottom first.
@@ -222,6 +228,8 @@ class AttentionDecoderCell(keras.layers.Layer):
       raise ValueError("GNMT wirings use the context as attention (no attention layer)")
     self.cells = list(cells)
     self.mechanism = mechanism
+    #: The mechanism scores with the previous and cumulative alignments (module doc).
+    self.location_aware = hasattr(mechanism, "location_alignments")
     self.wiring = wiring
     self.input_keep_prob = input_keep_prob
     self.output_keep_prob = output_keep_prob
@@ -285,7 +293,10 @@ class AttentionDecoderCell(keras.layers.Layer):
     depth = memory.values.shape[-1]
     attention = tf.zeros(tf.stack([batch_size, self.attention_size(depth)]), dtype)
     coverage = tf.zeros(tf.stack([batch_size, tf.shape(memory.mask)[1]]), tf.float32)
-    return {"cells": cells, "attention": attention, "coverage": coverage}
+    state = {"cells": cells, "attention": attention, "coverage": coverage}
+    if self.location_aware:
+      state["alignments"] = tf.zeros_like(coverage)
+    return state
 
   def _dropout(self, x: tf.Tensor, keep: float, seed: tf.Tensor | None, slot: int
                ) -> tf.Tensor:
@@ -330,7 +341,7 @@ class AttentionDecoderCell(keras.layers.Layer):
       for i in range(len(self.cells)):
         x, s = self._run_cell(i, x, state["cells"][i], dropout_seed)
         cell_states.append(s)
-      alignments = self.mechanism.alignments(x, memory)
+      alignments = self._alignments(x, state, memory)
       context = attention_context(alignments, memory.values)
       attention = context
       if self.attention_layer is not None:
@@ -342,7 +353,7 @@ class AttentionDecoderCell(keras.layers.Layer):
     else:
       x, s = self._run_cell(0, x, state["cells"][0], dropout_seed)
       cell_states.append(s)
-      alignments = self.mechanism.alignments(x, memory)
+      alignments = self._alignments(x, state, memory)
       attention = attention_context(alignments, memory.values)
       fed = attention if self.wiring == "gnmt_v2" else previous
       for i in range(1, len(self.cells)):
@@ -352,7 +363,15 @@ class AttentionDecoderCell(keras.layers.Layer):
       output = x
     new_state = {"cells": cell_states, "attention": tf.cast(attention, previous.dtype),
                  "coverage": state["coverage"] + alignments}
+    if self.location_aware:
+      new_state["alignments"] = alignments
     return tf.cast(output, self.compute_dtype), new_state, alignments
+
+  def _alignments(self, query: tf.Tensor, state: dict, memory: AttentionMemory) -> tf.Tensor:
+    if self.location_aware:
+      return self.mechanism.location_alignments(query, memory, state["alignments"],
+                                                state["coverage"])
+    return self.mechanism.alignments(query, memory)
 
 
 __all__ = ["AttentionMemory", "AttentionMechanism", "BahdanauAttention", "LuongAttention",
