@@ -1,4 +1,6 @@
-"""FullyConnectedCTCDecoder: a linear layer to CTC classes, with greedy or beam decoding."""
+"""FullyConnectedCTCDecoder: a linear layer to CTC classes, with greedy or beam decoding;
+FullyConnectedSCDecoder: a linear layer from a whole feature sequence to one class
+(OpenSeq2Seq's speech commands decoder)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import tensorflow as tf
 
 from open_seq2seq.decoders.ctc_beam_search import CTCBeamSearchDecoder
 from open_seq2seq.decoders.decoder import Decoder
+from open_seq2seq.decoders.fc_classifier import FullyConnectedDecoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.initializers import INITIALIZER_PARAMS
@@ -139,3 +142,23 @@ class FullyConnectedCTCDecoder(Decoder):
           token_min_logp=p["token_min_logp"], hotwords=p["hotwords"],
           hotword_weight=p["hotword_weight"], num_workers=p["num_decoding_workers"])
     return self._beam_decoder.decode_batch(logits, lengths)
+
+
+class FullyConnectedSCDecoder(FullyConnectedDecoder):
+  """Speech commands: one linear layer from the flattened encoder sequence to the classes.
+
+  Input: ``encoder_output["outputs"]`` [batch, time, channels] from a convolutional encoder
+  (TDNNEncoder) over fixed-size clips (SpeechCommandsDataLayer); the whole sequence is
+  flattened per example (time must be static), as OpenSeq2Seq did, so the layer sees where
+  in the clip each feature is. Returns ``logits`` [batch, output_dim] in float32 and
+  ``outputs``, the predicted class ids. ``output_dim`` is OpenSeq2Seq's (required there;
+  here it defaults to the data's number of classes).
+  """
+
+  def call(self, input_dict: dict, training: bool | None = None) -> dict:
+    features = input_dict["encoder_output"]["outputs"]
+    if len(features.shape) > 2 and any(d is None for d in features.shape[1:]):
+      raise ConfigError(f"decoder: FullyConnectedSCDecoder needs encoder outputs of a fixed "
+                        f"size, got shape {features.shape}; use fixed-length inputs "
+                        f"(SpeechCommandsDataLayer's audio_length)")
+    return super().call(input_dict, training=training)

@@ -39,7 +39,7 @@ import pytest
 
 from open_seq2seq.config import load_config, load_config_module
 from open_seq2seq.distributed.horovod_backend import ignored_devices_notice
-from tests.helpers import image, lm, speech, toy, tts, warm_cli, wavenet
+from tests.helpers import image, lm, speech, speech_commands, toy, tts, warm_cli, wavenet
 
 pytestmark = pytest.mark.slow
 
@@ -56,6 +56,8 @@ DATA: dict[str, Callable[[str], tuple[list[str], int]]] = {
     "LSTMLM": lm.example_config_overrides,
     "Text2Speech": tts.example_config_overrides,
     "Text2SpeechWavenet": wavenet.example_config_overrides,
+    # a data layer whose data differs from its family's: looked up before the model
+    "SpeechCommandsDataLayer": speech_commands.example_config_overrides,
 }
 
 STEPS = 2
@@ -119,8 +121,13 @@ def _expected_backend(params: dict) -> tuple[str, int, list[str]]:
 
 def _family(path: str) -> str | None:
   """The DATA key of the config's ``base_model``: its class or the nearest base class with a
-  helper (``Text2SpeechCentaur`` uses ``Text2Speech``'s); None when there is none."""
-  for klass in load_config_module(path).base_model.__mro__:
+  helper (``Text2SpeechCentaur`` uses ``Text2Speech``'s), or its data layer's when that has
+  one of its own; None when there is none."""
+  module = load_config_module(path)
+  layer = getattr(module.base_params.get("data_layer"), "__name__", None)
+  if layer in DATA:
+    return layer
+  for klass in module.base_model.__mro__:
     if klass.__name__ in DATA:
       return klass.__name__
   return None
