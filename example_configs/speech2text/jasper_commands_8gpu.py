@@ -1,10 +1,9 @@
 # Jasper 10x3 keyword spotting on Google Speech Commands (OpenSeq2Seq's jasper_commands_8gpu).
 # Ported from TF 1: tf.contrib.layers.l2_regularizer -> keras.regularizers.L2 (same "scale"
 # meaning), tf.contrib.layers.xavier_initializer -> keras.initializers.GlorotUniform (with
-# {"uniform": False} as before). The data layer's "jasper" format here is [batch, time,
-# features] for TDNNEncoder's 1-D convolutions, so OpenSeq2Seq's "conv2d" layers over
-# [batch, time, 1, features] with [k, 1] kernels are written as the same "conv1d" layers
-# with [k] kernels (same weights, same outputs).
+# {"uniform": False} as before). The "conv2d" layers with [k, 1] kernels are kept as
+# written: TDNNEncoder runs them as the 1-D convolutions over time they compute (the
+# data layer's "jasper" format is [batch, time, features]).
 # dataset_files are OpenSeq2Seq's preprocessed lists ("label,wav_filename" lines, paths
 # relative to dataset_location); the data set's own validation_list.txt / testing_list.txt
 # work too -- see docs/speech-recognition.md, "Speech commands".
@@ -77,104 +76,104 @@ base_params = {
     "encoder_params": {
         "convnet_layers": [
             {
-                "type": "conv1d", "repeat": 1,
-                "kernel_size": [11], "stride": [2],
+                "type": "conv2d", "repeat": 1,
+                "kernel_size": [11, 1], "stride": [2, 1],
                 "num_channels": 256, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.8,
+                "dilation": [1, 1], "dropout_keep_prob": 0.8,
             },
             {
-                "type": "conv1d", "repeat": 3,
-                "kernel_size": [11], "stride": [1],
+                "type": "conv2d", "repeat": 3,
+                "kernel_size": [11, 1], "stride": [1, 1],
                 "num_channels": 256, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.8,
+                "dilation": [1, 1], "dropout_keep_prob": 0.8,
                 "residual": True
             },
             {
-                "type": "conv1d", "repeat": 3,
-                "kernel_size": [11], "stride": [1],
+                "type": "conv2d", "repeat": 3,
+                "kernel_size": [11, 1], "stride": [1, 1],
                 "num_channels": 256, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.8,
+                "dilation": [1, 1], "dropout_keep_prob": 0.8,
                 "residual": True
             },
             {
-                "type": "conv1d", "repeat": 1,
-                "kernel_size": [13], "stride": [2],
+                "type": "conv2d", "repeat": 1,
+                "kernel_size": [13, 1], "stride": [2, 1],
                 "num_channels": 384, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.8,
+                "dilation": [1, 1], "dropout_keep_prob": 0.8,
             },
             {
-                "type": "conv1d", "repeat": 3,
-                "kernel_size": [13], "stride": [1],
+                "type": "conv2d", "repeat": 3,
+                "kernel_size": [13, 1], "stride": [1, 1],
                 "num_channels": 384, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.8,
+                "dilation": [1, 1], "dropout_keep_prob": 0.8,
                 "residual": True
             },
             {
-                "type": "conv1d", "repeat": 3,
-                "kernel_size": [13], "stride": [1],
+                "type": "conv2d", "repeat": 3,
+                "kernel_size": [13, 1], "stride": [1, 1],
                 "num_channels": 384, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.8,
+                "dilation": [1, 1], "dropout_keep_prob": 0.8,
                 "residual": True
             },
             {
-                "type": "conv1d", "repeat": 1,
-                "kernel_size": [17], "stride": [2],
+                "type": "conv2d", "repeat": 1,
+                "kernel_size": [17, 1], "stride": [2, 1],
                 "num_channels": 512, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.8,
+                "dilation": [1, 1], "dropout_keep_prob": 0.8,
             },
             {
-                "type": "conv1d", "repeat": 3,
-                "kernel_size": [17], "stride": [1],
+                "type": "conv2d", "repeat": 3,
+                "kernel_size": [17, 1], "stride": [1, 1],
                 "num_channels": 512, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.8,
+                "dilation": [1, 1], "dropout_keep_prob": 0.8,
                 "residual": True
             },
             {
-                "type": "conv1d", "repeat": 3,
-                "kernel_size": [17], "stride": [1],
+                "type": "conv2d", "repeat": 3,
+                "kernel_size": [17, 1], "stride": [1, 1],
                 "num_channels": 512, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.8,
+                "dilation": [1, 1], "dropout_keep_prob": 0.8,
                 "residual": True
             },
             {
-                "type": "conv1d", "repeat": 3,
-                "kernel_size": [21], "stride": [1],
+                "type": "conv2d", "repeat": 3,
+                "kernel_size": [21, 1], "stride": [1, 1],
                 "num_channels": 640, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.7,
+                "dilation": [1, 1], "dropout_keep_prob": 0.7,
                 "residual": True
             },
             {
-                "type": "conv1d", "repeat": 3,
-                "kernel_size": [21], "stride": [1],
+                "type": "conv2d", "repeat": 3,
+                "kernel_size": [21, 1], "stride": [1, 1],
                 "num_channels": 640, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.7,
+                "dilation": [1, 1], "dropout_keep_prob": 0.7,
                 "residual": True
             },
             {
-                "type": "conv1d", "repeat": 3,
-                "kernel_size": [25], "stride": [1],
+                "type": "conv2d", "repeat": 3,
+                "kernel_size": [25, 1], "stride": [1, 1],
                 "num_channels": 768, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.7,
+                "dilation": [1, 1], "dropout_keep_prob": 0.7,
                 "residual": True
             },
             {
-                "type": "conv1d", "repeat": 3,
-                "kernel_size": [25], "stride": [1],
+                "type": "conv2d", "repeat": 3,
+                "kernel_size": [25, 1], "stride": [1, 1],
                 "num_channels": 768, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.7,
+                "dilation": [1, 1], "dropout_keep_prob": 0.7,
                 "residual": True
             },
             {
-                "type": "conv1d", "repeat": 1,
-                "kernel_size": [29], "stride": [1],
+                "type": "conv2d", "repeat": 1,
+                "kernel_size": [29, 1], "stride": [1, 1],
                 "num_channels": 896, "padding": "SAME",
-                "dilation": [2], "dropout_keep_prob": 0.6,
+                "dilation": [2, 1], "dropout_keep_prob": 0.6,
             },
             {
-                "type": "conv1d", "repeat": 1,
-                "kernel_size": [1], "stride": [1],
+                "type": "conv2d", "repeat": 1,
+                "kernel_size": [1, 1], "stride": [1, 1],
                 "num_channels": 1024, "padding": "SAME",
-                "dilation": [1], "dropout_keep_prob": 0.6,
+                "dilation": [1, 1], "dropout_keep_prob": 0.6,
             }
         ],
 

@@ -14,15 +14,23 @@ from open_seq2seq.parts.cnns.conv_blocks import (NORMALIZATIONS, ConvBlock1D, ch
 from open_seq2seq.utils.initializers import INITIALIZER_PARAMS
 from open_seq2seq.utils.params import Param, callable_or_class, int_list, list_of
 
+def _widths(value: Any) -> bool:
+  """Type predicate: ``[k]``, or ``[k, 1]`` (a conv2d layer over time only)."""
+  return int_list(1)(value) or int_list(2)(value)
+
+
+_widths.type_name = "list of 1 int >= 1 ([k]; [k, 1] for conv2d)"
+
 #: Keys of one ``convnet_layers`` entry.
 LAYER_PARAMS = {
-    "type": Param(str, "conv1d", "conv1d or sep_conv1d (depthwise + pointwise).",
-                  choices=("conv1d", "sep_conv1d")),
+    "type": Param(str, "conv1d", "conv1d or sep_conv1d (depthwise + pointwise); conv2d with "
+                  "[k, 1] kernels (OpenSeq2Seq's speech-commands Jasper) is conv1d.",
+                  choices=("conv1d", "sep_conv1d", "conv2d")),
     "repeat": Param(int, 1, "Number of identical layers in this block."),
-    "kernel_size": Param(int_list(1), doc="[k]: kernel width in frames."),
-    "stride": Param(int_list(1), [1],
+    "kernel_size": Param(_widths, doc="[k]: kernel width in frames."),
+    "stride": Param(_widths, [1],
                     "[s]: stride (only the block's layers with s > 1 subsample)."),
-    "dilation": Param(int_list(1), [1], "[d]: dilation."),
+    "dilation": Param(_widths, [1], "[d]: dilation."),
     "num_channels": Param(int, doc="Output channels."),
     "padding": Param(str, "SAME", "SAME (length ceil(L/s)) or VALID (any case)."),
     "dropout_keep_prob": Param((float, None), None, "Keep probability (default: the encoder's)."),
@@ -33,8 +41,19 @@ LAYER_PARAMS = {
 
 
 def _check_block(block: dict, path: str) -> dict:
-  """Rules across one block's keys; upper-cases ``padding``."""
+  """Rules across one block's keys; upper-cases ``padding``; a conv2d layer whose kernels,
+  strides and dilations are 1 across features becomes the conv1d layer it computes."""
   block["padding"] = check_padding(block["padding"], f"{path}/padding")
+  for key in ("kernel_size", "stride", "dilation"):
+    value = block[key]
+    if block["type"] != "conv2d" and len(value) != 1:
+      raise ConfigError(f"{path}/{key}: a {block['type']} layer takes [width], got {value}")
+    if block["type"] == "conv2d" and len(value) == 2 and value[1] != 1:
+      raise ConfigError(f"{path}/{key}: conv2d layers here run over time only (the features "
+                        f"are channels): give [{value[0]}, 1], got {value}")
+    block[key] = value[:1]
+  if block["type"] == "conv2d":
+    block["type"] = "conv1d"
   if block["residual"] and block["stride"][0] > 1:
     raise ConfigError(f"{path}: a residual block cannot have stride > 1")
   return block

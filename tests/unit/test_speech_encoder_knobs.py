@@ -192,3 +192,33 @@ def test_blockout_at_eval_drops_only_the_chosen_block():
 def test_drop_block_config_errors(extra, match):
   with pytest.raises(ConfigError, match=match):
     TDNNEncoder({**TINY_TDNN, **extra}, mode="train")
+
+
+def test_conv2d_layers_over_time_only_are_conv1d_layers():
+  """OpenSeq2Seq's speech-commands Jasper writes conv2d layers with [k, 1] kernels over
+  [batch, time, 1, features]: the same 1-D convolutions, so they run as conv1d here."""
+  as_1d = {**TINY_TDNN, "convnet_layers": [
+      {"type": "conv1d", "repeat": 2, "kernel_size": [3], "stride": [2], "dilation": [1],
+       "num_channels": 8, "padding": "SAME"}]}
+  as_2d = {**TINY_TDNN, "convnet_layers": [
+      {"type": "conv2d", "repeat": 2, "kernel_size": [3, 1], "stride": [2, 1],
+       "dilation": [1, 1], "num_channels": 8, "padding": "SAME"}]}
+  one, two = TDNNEncoder(as_1d, mode="eval"), TDNNEncoder(as_2d, mode="eval")
+  assert two.params["convnet_layers"] == one.params["convnet_layers"]
+  x = batch([9, 5])
+  out_one, _ = run(one, x, [9, 5])
+  run(two, x, [9, 5])
+  two.set_weights(one.get_weights())  # same variables, same shapes
+  out_two, _ = run(two, x, [9, 5])
+  np.testing.assert_array_equal(out_one, out_two)
+
+
+@pytest.mark.parametrize("layer,match", [
+    ({"type": "conv2d", "kernel_size": [3, 3]}, r"kernel_size: conv2d layers here run over "
+                                                r"time only"),
+    ({"type": "conv1d", "kernel_size": [3, 1]}, r"kernel_size: a conv1d layer takes \[width\]"),
+])
+def test_conv_widths_that_are_not_over_time_are_config_errors(layer, match):
+  spec = {"repeat": 1, "num_channels": 8, "padding": "SAME", **layer}
+  with pytest.raises(ConfigError, match=match):
+    TDNNEncoder({**TINY_TDNN, "convnet_layers": [spec]}, mode="eval")
