@@ -138,6 +138,9 @@ class Image2Label(Model):
   def serving_adapter(self):
     """Exported classifiers take encoded image files and return class names."""
     from open_seq2seq.serving.image import ImageClassificationServing  # pylint: disable=import-outside-toplevel
+    if not hasattr(self.data_layer, "preprocess_eval"):
+      raise ConfigError(f"--mode=export: {type(self.data_layer).__name__} has no in-graph "
+                        f"eval preprocessing; Image2Label exports image data layers only")
     description = self.description
     classes = max(description.num_classes, getattr(self.decoder, "output_dim", None) or 0)
     return ImageClassificationServing(
