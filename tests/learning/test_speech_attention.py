@@ -61,3 +61,18 @@ def test_joint_ctc_attention_learns_to_transcribe_held_out_speech(workdir):
   scored = re.search(r"WER ([\d.]+)", inferred.stdout)  # the test CSV has transcripts
   assert scored, inferred.stdout[-3000:]
   print(f"jca_toy_synthetic: test WER {float(scored.group(1)):.3f} (beam 4)")
+
+  # export: waveform in, the attention decoder's beam search in the graph, text out; served
+  # without open_seq2seq it gives infer's transcripts
+  from tests.e2e.test_export import run_export_script
+  exported = run(workdir, "export", f"--export_dir={workdir}/exported")
+  assert exported.returncode == 0, exported.stderr[-3000:]
+  rows = [line.split(",", 1) for line in lines[1:]]
+  data = os.path.join(workdir, "data", "synthetic_speech")
+  inputs = os.path.join(workdir, "wavs.txt")
+  with open(inputs, "w", encoding="utf-8") as f:
+    f.write("".join(os.path.join(data, name) + "\n" for name, _ in rows))
+  served = os.path.join(workdir, "served.txt")
+  run_export_script(f"{workdir}/exported", inputs, served)
+  with open(served, encoding="utf-8") as f:
+    assert f.read().splitlines() == [text for _, text in rows]
