@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from open_seq2seq.encoders.encoder import Encoder
 from open_seq2seq.encoders.tdnn_encoder import LAYER_PARAMS as TDNN_LAYER_PARAMS
+from open_seq2seq.encoders.tdnn_encoder import check_conv_widths
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts.cnns.conv_blocks import (NORMALIZATIONS, ConvBlock1D, check_padding,
                                                  sequence_mask)
@@ -53,7 +54,7 @@ RNN_PARAMS = {
 
 def _check_conv(block: dict, path: str) -> dict:
   block["padding"] = check_padding(block["padding"], f"{path}/padding")
-  return block
+  return check_conv_widths(block, path)
 
 
 def _check_rnn(block: dict, path: str) -> dict:

@@ -40,10 +40,12 @@ LAYER_PARAMS = {
 }
 
 
-def _check_block(block: dict, path: str) -> dict:
-  """Rules across one block's keys; upper-cases ``padding``; a conv2d layer whose kernels,
+def check_conv_widths(block: dict, path: str) -> dict:
+  """``kernel_size``/``stride``/``dilation`` as ``[width]``: a conv2d layer whose kernels,
   strides and dilations are 1 across features becomes the conv1d layer it computes."""
-  block["padding"] = check_padding(block["padding"], f"{path}/padding")
+  if block["type"] == "conv2d" and len(block["kernel_size"]) != 2:
+    raise ConfigError(f"{path}/type: a conv2d layer here runs over time only: give its "
+                      f"kernel_size as [k, 1], got {block['kernel_size']}")
   for key in ("kernel_size", "stride", "dilation"):
     value = block[key]
     if block["type"] != "conv2d" and len(value) != 1:
@@ -54,6 +56,14 @@ def _check_block(block: dict, path: str) -> dict:
     block[key] = value[:1]
   if block["type"] == "conv2d":
     block["type"] = "conv1d"
+  return block
+
+
+def _check_block(block: dict, path: str) -> dict:
+  """Rules across one block's keys; upper-cases ``padding``; widths as
+  :func:`check_conv_widths`."""
+  block["padding"] = check_padding(block["padding"], f"{path}/padding")
+  check_conv_widths(block, path)
   if block["residual"] and block["stride"][0] > 1:
     raise ConfigError(f"{path}: a residual block cannot have stride > 1")
   return block

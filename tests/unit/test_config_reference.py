@@ -51,7 +51,7 @@ def test_lr_policy_section_lists_the_policies_and_no_helper():
 
 def test_nested_keys_are_listed_with_their_paths():
   text = config_reference()
-  assert "| `convnet_layers/<i>/kernel_size` | list of 1 int >= 1 | **required** |" in text
+  assert "| `convnet_layers/<i>/kernel_size` | list of 1 int >= 1 ([k]; [k, 1] for conv2d) | **required** |" in text
   assert "| `conv_layers/<i>/stride` | list of 2 ints >= 1 | `[1, 1]` |" in text
   assert "| `augmentation/n_freq_mask` | non-negative int | `0` |" in text
   assert "| `step_window` | int | `2000` |" in text  # Backoff's loss_scaling_params
