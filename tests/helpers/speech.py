@@ -119,3 +119,24 @@ def example_config_overrides(directory: str) -> tuple[list[str], int]:
   csv_path = write_corpus(directory, transcripts, durations=[0.7, 0.45, 0.6, 0.4])
   return ([f"--data_layer_params/dataset_files=['{csv_path}']", "--batch_size_per_gpu=2"],
           len(transcripts))
+
+
+def padded_features(lengths: list[int], num_features: int, garbage: bool = False,
+                    seed: int = 0) -> np.ndarray:
+  """A batch [B, max(lengths), num_features] of random frames, zeros after each length (or,
+  with ``garbage``, large random values there: the real frames stay the same)."""
+  rng = np.random.default_rng(seed)
+  x = np.zeros((len(lengths), max(lengths), num_features), np.float32)
+  for i, n in enumerate(lengths):
+    x[i, :n] = rng.normal(size=(n, num_features))
+  for i, n in enumerate(lengths if garbage else []):
+    x[i, n:] = 100.0 * rng.normal(size=(max(lengths) - n, num_features))
+  return x
+
+
+def run_encoder(encoder, x: np.ndarray, lengths: list[int], training: bool = False):
+  """A speech encoder's (outputs, src_lengths) on a padded feature batch, as numpy."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  out = encoder({"source_tensors": (tf.constant(x), tf.constant(lengths, tf.int32))},
+                training=training)
+  return out["outputs"].numpy(), out["src_lengths"].numpy()

@@ -11,7 +11,7 @@ from open_seq2seq.encoders.tdnn_encoder import TDNNEncoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts.cnns.conv_blocks import MaskedInstanceNorm
 from open_seq2seq.training.checkpoints import named_variables
-from tests.helpers.speech import TINY_TDNN
+from tests.helpers.speech import TINY_TDNN, padded_features, run_encoder
 
 LENGTHS = [37, 16, 25]
 NUM_FEATURES = 20
@@ -23,19 +23,10 @@ DS2_LN = {
 
 
 def batch(lengths, seed=0, garbage=False):
-  rng = np.random.default_rng(seed)
-  x = np.zeros((len(lengths), max(lengths), NUM_FEATURES), np.float32)
-  for i, n in enumerate(lengths):
-    x[i, :n] = rng.normal(size=(n, NUM_FEATURES))
-  for i, n in enumerate(lengths if garbage else []):  # after: the real frames stay the same
-    x[i, n:] = 100.0 * rng.normal(size=(max(lengths) - n, NUM_FEATURES))
-  return x
+  return padded_features(lengths, NUM_FEATURES, garbage, seed)
 
 
-def run(encoder, x, lengths, training=False):
-  out = encoder({"source_tensors": (tf.constant(x), tf.constant(lengths, tf.int32))},
-                training=training)
-  return out["outputs"].numpy(), out["src_lengths"].numpy()
+run = run_encoder
 
 
 # ---------------------------------------------------------------------- layernorm_lstm

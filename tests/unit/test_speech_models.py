@@ -7,7 +7,8 @@ import tensorflow as tf
 from open_seq2seq.encoders.ds2_encoder import DeepSpeech2Encoder
 from open_seq2seq.encoders.tdnn_encoder import TDNNEncoder
 from open_seq2seq.errors import ConfigError
-from tests.helpers.speech import TINY_TDNN, build_model, speech_config, to_numpy, write_corpus
+from tests.helpers.speech import (TINY_TDNN, build_model, padded_features, run_encoder,
+                                  speech_config, to_numpy, write_corpus)
 
 LENGTHS = [37, 16, 25]
 NUM_FEATURES = 20
@@ -24,20 +25,10 @@ def make_encoder(cls, params):
 
 
 def padded_batch(lengths, garbage: bool, seed=0):
-  rng = np.random.default_rng(seed)
-  x = np.zeros((len(lengths), max(lengths), NUM_FEATURES), np.float32)
-  for i, n in enumerate(lengths):
-    x[i, :n] = rng.normal(size=(n, NUM_FEATURES))
-  if garbage:
-    for i, n in enumerate(lengths):
-      x[i, n:] = 100.0 * rng.normal(size=(max(lengths) - n, NUM_FEATURES))
-  return x
+  return padded_features(lengths, NUM_FEATURES, garbage, seed)
 
 
-def run(encoder, x, lengths, training=False):
-  out = encoder({"source_tensors": (tf.constant(x), tf.constant(lengths, tf.int32))},
-                training=training)
-  return out["outputs"].numpy(), out["src_lengths"].numpy()
+run = run_encoder
 
 
 ENCODERS = [
