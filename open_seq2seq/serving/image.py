@@ -37,18 +37,20 @@ class ImageClassificationServing(ServingAdapter):
     self.channels = channels
     self.class_names = tf.constant([n.encode("utf-8") for n in class_names], tf.string)
     self.example_side = example_side
+    # the preprocessed shape, once (eagerly): map_fn's output signature
+    self._image_shape = self._decode(self.example_inputs()["image"][0]).shape
 
   def example_inputs(self) -> dict[str, tf.Tensor]:
     blank = tf.zeros([self.example_side, self.example_side, self.channels], tf.uint8)
     return {"image": tf.expand_dims(tf.io.encode_png(blank), 0)}
 
+  def _decode(self, encoded: tf.Tensor) -> tf.Tensor:
+    image = tf.io.decode_image(encoded, channels=self.channels, expand_animations=False)
+    return tf.cast(self._preprocess(image), tf.float32)
+
   def to_batch(self, inputs):
-    def one(encoded):
-      image = tf.io.decode_image(encoded, channels=self.channels, expand_animations=False)
-      return tf.cast(self._preprocess(image), tf.float32)
-    example = one(self.example_inputs()["image"][0])
-    images = tf.map_fn(one, inputs["image"],
-                       fn_output_signature=tf.TensorSpec(example.shape, tf.float32))
+    images = tf.map_fn(self._decode, inputs["image"],
+                       fn_output_signature=tf.TensorSpec(self._image_shape, tf.float32))
     return {"source_tensors": (images,)}
 
   def to_outputs(self, inputs, batch, predictions):
