@@ -99,7 +99,8 @@ def test_nested_list_entries_are_validated_with_index_paths():
       "block; did you mean 'kernel_size'?")
   blocks[3] = {"kernel_size": 1, "num_channels": 16}
   assert error_of(encoder_params={"convnet_layers": blocks}).startswith(
-      "encoder_params/convnet_layers/3/kernel_size: expected list of 1 int >= 1, got int 1")
+      "encoder_params/convnet_layers/3/kernel_size: expected list of 1 int >= 1 "
+      "([k]; [k, 1] for conv2d), got int 1")
   blocks[3] = {"kernel_size": [1], "num_channels": 16, "stride": [2], "residual": True}
   assert "convnet_layers/3: a residual block cannot have stride > 1" in error_of(
       encoder_params={"convnet_layers": blocks})
