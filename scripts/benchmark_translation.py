@@ -38,10 +38,10 @@ BIBLE_MODELS = {"transformer": "transformer-2x2-bible.py", "bible": "transformer
                 "gnmt": "gnmt-small-bible.py", "convs2s": "convs2s-small-bible.py"}
 
 
-def _run(args: list[str]) -> str:
+def _run(args: list[str], env: dict | None = None) -> str:
   cmd = [sys.executable, os.path.join(ROOT, "run.py"), "--print_samples_steps=None", *args]
   out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **(env or {})))
   if out.returncode != 0:
     raise SystemExit(f"benchmark failed: {' '.join(cmd)}\n{out.stderr[-3000:]}")
   return out.stdout
@@ -51,11 +51,13 @@ def _number(pattern: str, text: str) -> float:
   return float(re.search(pattern, text).group(1).replace(",", ""))
 
 
-def train_figures(config: str, overrides: list[str], steps: int, start: int) -> dict:
+def train_figures(config: str, overrides: list[str], steps: int, start: int,
+                  env: dict | None = None) -> dict:
+  """``run.py --benchmark``'s figures; ``env`` adds environment variables to the run."""
   with tempfile.TemporaryDirectory() as logdir:
     out = _run([f"--config_file={config}", "--mode=train", "--benchmark",
                 f"--bench_steps={steps}", f"--bench_start={start}", f"--logdir={logdir}",
-                "--print_loss_steps=None", *overrides])
+                "--print_loss_steps=None", *overrides], env)
   return {"s_per_step": _number(r"median time/step \(s\)\s*\|\s*([\d.]+)", out),
           "tokens_per_s": _number(r"median tokens/s\s*\|\s*([\d,]+)", out),
           "peak_mb": _number(r"peak memory \(MB\)\s*\|\s*([\d,]+)", out),

@@ -25,12 +25,15 @@ import tempfile
 import threading
 import time
 
+from open_seq2seq.process_defaults import apply_process_defaults
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: Read once, when TensorFlow (or oneDNN, or the thread pools) start: a run needs the
 #: server's values of these to be the run it asks for.
 IMPORT_TIME_VARIABLES = ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS", "CUDA_VISIBLE_DEVICES",
                          "OMP_NUM_THREADS", "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS",
-                         "PYTHONHASHSEED", "PYTHONPATH", "KERAS_BACKEND", "KERAS_HOME")
+                         "PYTHONHASHSEED", "PYTHONPATH", "KERAS_BACKEND", "KERAS_HOME",
+                         "TF_CPU_ALLOCATOR_USE_BFC")
 
 
 # ------------------------------------------------------------------------- server side
@@ -44,6 +47,7 @@ def _child(request: dict) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    apply_process_defaults()  # as run.py does
     for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
                             (1, request["stdout"], os.O_WRONLY | os.O_TRUNC),
                             (2, request["stderr"], os.O_WRONLY | os.O_TRUNC)):
@@ -70,6 +74,7 @@ def _child(request: dict) -> None:
 def serve() -> None:
   """Reads one JSON request per line on stdin; answers ``{"pid": N}`` when the run starts
   and ``{"status": S}`` (a ``subprocess`` return code) when it ends."""
+  apply_process_defaults()  # as run.py does, before TensorFlow starts
   # What every run imports: after this, a run pays only for what its own config needs.
   import keras  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
   import tensorflow  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
