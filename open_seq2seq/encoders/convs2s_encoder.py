@@ -13,8 +13,8 @@ from open_seq2seq.parts.convs2s.embedding_layer import ConvS2SEmbedding, Positio
 from open_seq2seq.parts.convs2s.ffn_wn_layer import FeedForwardNetworkNormalized
 from open_seq2seq.parts.convs2s.utils import (SHARED_PARAMS, conv_layers,
                                             normalized_layer_kwargs, residual_scale)
-from open_seq2seq.parts.transformer.utils import (dropout, dropout_seed_generator,
-                                                  get_padding_bias, get_padding_mask)
+from open_seq2seq.parts.dropout import dropout, dropout_seed_generator
+from open_seq2seq.parts.transformer.utils import get_padding_bias, get_padding_mask
 from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.params import Param
 

@@ -15,9 +15,9 @@ from open_seq2seq.parts.transformer.attention import SelfAttention
 from open_seq2seq.parts.transformer.embedding_layer import EmbeddingSharedWeights
 from open_seq2seq.parts.transformer.ffn_layer import FeedForwardNetwork
 from open_seq2seq.parts.transformer.normalization import make_norm
+from open_seq2seq.parts.dropout import dropout, dropout_seed_generator
 from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
-                                                  check_shared_params, dropout,
-                                                  dropout_seed_generator,
+                                                  check_shared_params,
                                                   get_padding_bias, get_padding_mask,
                                                   get_position_encoding)
 from open_seq2seq.utils.component import resolve_size

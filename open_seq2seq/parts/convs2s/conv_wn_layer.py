@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from open_seq2seq.parts.convs2s.ffn_wn_layer import NormalizedLayer
 from open_seq2seq.parts.convs2s.utils import gated_linear_units, is_glu
-from open_seq2seq.parts.transformer.utils import dropout, dropout_seed_generator
+from open_seq2seq.parts.dropout import dropout, dropout_seed_generator
 
 
 def shifted_conv1d(x: tf.Tensor, kernel: tf.Tensor, causal: bool) -> tf.Tensor:

@@ -14,7 +14,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.parts.transformer.utils import dropout, dropout_seed_generator
+from open_seq2seq.parts.dropout import dropout, dropout_seed_generator
 
 
 class _AttentionBase(keras.layers.Layer):

@@ -7,7 +7,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.parts.transformer.utils import dropout, dropout_seed_generator
+from open_seq2seq.parts.dropout import dropout, dropout_seed_generator
 
 
 class FeedForwardNetwork(keras.layers.Layer):

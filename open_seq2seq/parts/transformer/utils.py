@@ -1,7 +1,8 @@
 """Helpers shared by the Transformer encoder and decoder stacks.
 
-Sinusoidal position encodings, attention biases (padding and causal masks), dropout, the
-pre/post-norm residual wrapper (the norm itself comes from :mod:`.normalization`).
+Sinusoidal position encodings, attention biases (padding and causal masks) and the pre/post-norm
+residual wrapper (its norm comes from :mod:`.normalization`, its dropout from
+:mod:`open_seq2seq.parts.dropout`).
 
 Attention biases are *additive*: 0 where attending is allowed and a large negative number
 where it is not. The attention layer adds them to float32 logits, but a bias may be stored in
@@ -19,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.parts.dropout import dropout, dropout_seed_generator
 from open_seq2seq.parts.transformer.normalization import NORM_PARAMS, make_norm
 from open_seq2seq.utils.initializers import INITIALIZER_PARAMS
 from open_seq2seq.utils.params import Param
@@ -102,24 +104,6 @@ def get_decoder_self_attention_bias(length: Any, dtype: Any = tf.float32) -> tf.
   allowed = tf.linalg.band_part(tf.ones([length, length], tf.bool), -1, 0)
   bias = tf.where(allowed, tf.zeros([], dtype), tf.constant(large_negative(dtype), dtype))
   return bias[None, None, :, :]
-
-
-def dropout_seed_generator(rate: float) -> keras.random.SeedGenerator | None:
-  """A layer's own dropout RNG (None when ``rate`` is 0), created inside its ``build``.
-
-  As in ``keras.layers.Dropout``, the RNG state is a variable (path ``.../dropout_seed/
-  seed_generator_state``), so a checkpoint holds it and a resumed run draws the same
-  masks as an uninterrupted one; its initial seed comes from Python's seeded ``random``.
-  """
-  return keras.random.SeedGenerator(name="dropout_seed") if rate else None
-
-
-def dropout(x: tf.Tensor, rate: float, training: bool | None,
-            seed_generator: keras.random.SeedGenerator | None) -> tf.Tensor:
-  """Dropout that is a no-op unless ``training`` is true and ``rate`` > 0."""
-  if not training or not rate:
-    return x
-  return keras.random.dropout(x, rate, seed=seed_generator)
 
 
 class ResidualNorm(keras.layers.Layer):
