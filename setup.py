@@ -39,7 +39,7 @@ setup(
         "plots": ["matplotlib"],  # scripts/plot_run.py: training curves as a PNG
         "psf": ["python_speech_features"],  # speech data_layer_params/backend: "psf" (MIT)
         # kenlm builds from source (~2 min); the LM-decoding tests also need pyctcdecode (above)
-        "test": ["pytest", "librosa==0.11.*", "jiwer", "kenlm", "pygtrie", "rdata>=1.1",
+        "test": ["pytest", "pytest-xdist", "librosa==0.11.*", "jiwer", "kenlm", "pygtrie", "rdata>=1.1",
                  "matplotlib", "python_speech_features"],
     },
     entry_points={"console_scripts": ["open-seq2seq=open_seq2seq.cli:main"]},
