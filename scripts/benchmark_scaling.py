@@ -1,8 +1,11 @@
 #!/usr/bin/env python
 """Data-parallel scaling efficiency on this machine: towers, multi-worker and Horovod.
 
-Trains the toy Transformer (example_configs/text2text/toy-reversal) with ``run.py
---benchmark`` and reads the chief's median throughput (global tokens per second):
+Trains a Transformer with ``run.py --benchmark`` and reads the chief's median throughput
+(global tokens per second) and peak resident memory: ``--model toy`` (the toy reversal
+Transformer, d_model 128, on generated data) or ``--model bible`` (the Bible en-es Transformer,
+d_model 512, 2+2 layers, ~4,096 tokens per side per batch: a step long enough that the
+all-reduce is not the whole of it; data from scripts/get_bible_en_es.sh):
 
 * baseline — 1 process pinned to one core, one TensorFlow thread;
 * towers — 1 process, N logical CPU devices (``--cpu_towers``), pinned to N cores;
@@ -10,9 +13,12 @@ Trains the toy Transformer (example_configs/text2text/toy-reversal) with ``run.p
 * horovod — N processes under ``mpiexec --bind-to core`` with ``--use_horovod=True``.
 
 Scaling efficiency = throughput with N replicas / (N x baseline throughput), with the same
-batch per replica (so the global batch grows with N, as in weak scaling).
+batch per replica (so the global batch grows with N, as in weak scaling). The backends run
+round robin, ``--repeat`` rounds, so that a change in the machine's speed hits them alike;
+the table gives the median of the rounds and every round's figure.
 
-    python scripts/benchmark_scaling.py [--replicas 2] [--steps 40] [--batch 32]
+    python scripts/benchmark_scaling.py [--model toy] [--replicas 2] [--steps 40] [--batch 32]
+    python scripts/benchmark_scaling.py --model bible --steps 10 --warmup 3 --repeat 3
 """
 
 from __future__ import annotations
@@ -21,12 +27,19 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIG = os.path.join(ROOT, "example_configs", "text2text", "toy-reversal", "nmt-reversal-TT.py")
+#: --model -> config; ``toy`` trains on data generated here, ``bible`` on the config's own data
+CONFIGS = {
+    "toy": os.path.join(ROOT, "example_configs", "text2text", "toy-reversal", "nmt-reversal-TT.py"),
+    "bible": os.path.join(ROOT, "example_configs", "text2text", "en-es", "transformer-2x2-bible.py"),
+}
+#: --model -> batch_size_per_gpu when --batch is not given (None: the config's own)
+BATCHES = {"toy": 32, "bible": None}
 
 
 def make_data(directory: str) -> None:
@@ -35,14 +48,18 @@ def make_data(directory: str) -> None:
                   "--test_size", "10"], check=True, capture_output=True)
 
 
-def run_args(data: str, args: argparse.Namespace) -> list[str]:
+def run_args(data: str | None, args: argparse.Namespace) -> list[str]:
+  """run.py's arguments for one run; ``data`` is the generated toy data (None: the config's)."""
   files = {"src_vocab_file": "vocab/source.txt", "tgt_vocab_file": "vocab/target.txt",
            "source_file": "train/source.txt", "target_file": "train/target.txt"}
-  return [os.path.join(ROOT, "run.py"), f"--config_file={CONFIG}", "--mode=train",
+  batch = args.batch if args.batch is not None else BATCHES[args.model]
+  return [os.path.join(ROOT, "run.py"), f"--config_file={CONFIGS[args.model]}", "--mode=train",
           "--benchmark", f"--bench_steps={args.steps}", f"--bench_start={args.warmup}",
-          f"--batch_size_per_gpu={args.batch}", "--print_loss_steps=None",
-          "--print_samples_steps=None", "--save_summaries_steps=None",
-          *[f"--data_layer_params/{key}={os.path.join(data, rel)}" for key, rel in files.items()]]
+          *([f"--batch_size_per_gpu={batch}"] if batch is not None else []),
+          "--print_loss_steps=None", "--print_samples_steps=None",
+          "--save_summaries_steps=None",
+          *[f"--data_layer_params/{key}={os.path.join(data, rel)}"
+            for key, rel in (files.items() if data else [])]]
 
 
 def environment(threads: int) -> dict:
@@ -53,8 +70,9 @@ def environment(threads: int) -> dict:
   return env
 
 
-def measure(command: list[str], threads: int, timeout: float) -> float | None:
-  """The chief's median tokens/s, or None (with the reason printed) if the run failed."""
+def measure(command: list[str], threads: int, timeout: float) -> tuple[float, float] | None:
+  """The chief's (median tokens/s, peak memory in MB), or None (with the reason printed) if
+  the run failed."""
   try:
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                             env=environment(threads), cwd=ROOT)
@@ -62,71 +80,102 @@ def measure(command: list[str], threads: int, timeout: float) -> float | None:
     print(f"  timed out: {' '.join(command[:6])} ...", file=sys.stderr)
     return None
   match = re.search(r"median tokens/s\s*\|\s*([\d,\.]+)", result.stdout)
-  if result.returncode != 0 or not match:
+  peak = re.search(r"peak memory \(MB\)\s*\|\s*([\d,\.]+)", result.stdout)
+  if result.returncode != 0 or not match or not peak:
     print(f"  failed ({result.returncode}): {result.stderr.strip().splitlines()[-1:]}",
           file=sys.stderr)
     return None
-  return float(match.group(1).replace(",", ""))
+  return float(match.group(1).replace(",", "")), float(peak.group(1).replace(",", ""))
+
+
+def summarize(rounds: list[tuple[float, float] | None]) -> dict | None:
+  """Median tokens/s and peak memory over the rounds that ran, and every round's tokens/s."""
+  done = [r for r in rounds if r is not None]
+  if not done:
+    return None
+  return {"tokens": statistics.median(t for t, _ in done),
+          "peak_mb": statistics.median(m for _, m in done),
+          "rounds": [t for t, _ in done]}
 
 
 def main() -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--model", choices=sorted(CONFIGS), default="toy",
+                      help="toy: the toy reversal Transformer; bible: the Bible Transformer.")
   parser.add_argument("--replicas", type=int, default=2, help="N (processes or towers).")
-  parser.add_argument("--steps", type=int, default=40, help="Timed steps per run.")
+  parser.add_argument("--steps", type=int, default=40, help="Steps per run, warm-up included.")
   parser.add_argument("--warmup", type=int, default=10, help="Steps excluded as warm-up.")
-  parser.add_argument("--batch", type=int, default=32, help="batch_size_per_gpu.")
-  parser.add_argument("--timeout", type=float, default=900, help="Seconds per run.")
-  parser.add_argument("--repeat", type=int, default=2,
-                      help="Rounds over all backends; the best of each is kept (the machine "
-                           "is shared: the best run is the least disturbed).")
+  parser.add_argument("--batch", type=int, default=None,
+                      help="batch_size_per_gpu (default: 32 for toy, the config's for bible).")
+  parser.add_argument("--timeout", type=float, default=1800, help="Seconds per run.")
+  parser.add_argument("--repeat", type=int, default=3,
+                      help="Rounds over all backends (round robin); medians are reported.")
+  parser.add_argument("--backends", default="single,towers,multi-worker,horovod",
+                      help="Comma-separated subset of the backends (single is the baseline "
+                           "and always runs).")
   args = parser.parse_args()
   cores = sorted(os.sched_getaffinity(0))
   n = args.replicas
   if n > len(cores):
     parser.error(f"--replicas {n} needs {n} cores, this process may use {len(cores)}")
+  wanted = set(args.backends.split(",")) | {"single"}
+  unknown = wanted - {"single", "towers", "multi-worker", "horovod"}
+  if unknown:
+    parser.error(f"--backends: unknown {sorted(unknown)}; "
+                 "choose from single, towers, multi-worker, horovod")
   have_horovod = shutil.which("mpiexec") is not None and subprocess.run(
       [sys.executable, "-c", "import horovod.tensorflow"], capture_output=True).returncode == 0
 
   with tempfile.TemporaryDirectory() as tmp:
-    data = os.path.join(tmp, "data")
-    make_data(data)
+    data = None
+    if args.model == "toy":
+      data = os.path.join(tmp, "data")
+      make_data(data)
     base = run_args(data, args)
     one_core = ["taskset", "-c", str(cores[0])]
     n_cores = ["taskset", "-c", ",".join(map(str, cores[:n]))]
-    runs = [("single (baseline)", 1, 1, one_core + [sys.executable] + base),
-            ("towers", n, n, n_cores + [sys.executable] + base + [f"--cpu_towers={n}"]),
-            ("multi-worker", n, 1, [sys.executable, "-m", "open_seq2seq.launch", "-np", str(n),
-                                    "--bind_cores", "--timeout", str(args.timeout)] + base)]
-    if have_horovod:
+    runs = [("single (baseline)", 1, 1, one_core + [sys.executable] + base)]
+    if "towers" in wanted:
+      runs.append(("towers", n, n, n_cores + [sys.executable] + base + [f"--cpu_towers={n}"]))
+    if "multi-worker" in wanted:
+      runs.append(("multi-worker", n, 1,
+                   [sys.executable, "-m", "open_seq2seq.launch", "-np", str(n), "--bind_cores",
+                    "--timeout", str(args.timeout)] + base))
+    if "horovod" in wanted and have_horovod:
       for size in sorted({1, n}):  # 1 rank: Horovod's own overhead against the baseline
         runs.append((f"horovod ({size} process{'es' if size > 1 else ''})", size, 1,
                      ["mpiexec", "--oversubscribe", "-np", str(size), "--bind-to", "core",
                       "-x", "TF_NUM_INTRAOP_THREADS", sys.executable] + base +
                      ["--use_horovod=True"]))
-    else:
+    elif "horovod" in wanted:
       print("horovod: not installed (scripts/install_horovod.sh), skipped", file=sys.stderr)
-    best: dict[str, float | None] = {name: None for name, *_ in runs}
+    rounds: dict[str, list] = {name: [] for name, *_ in runs}
     for round_index in range(args.repeat):
       for name, replicas, threads, command in runs:
-        print(f"round {round_index + 1}: {name} ({replicas} replica(s)) ...", file=sys.stderr)
-        tokens = measure(command, threads, args.timeout)
-        print(f"  {tokens} tokens/s", file=sys.stderr)
-        if tokens is not None:
-          best[name] = max(tokens, best[name] or 0.0)
-    results = [(name, replicas, best[name]) for name, replicas, *_ in runs]
+        print(f"round {round_index + 1}: {name} ({replicas} replica(s)) ...", file=sys.stderr,
+              flush=True)
+        figures = measure(command, threads, args.timeout)
+        print(f"  {figures} (tokens/s, peak MB)", file=sys.stderr, flush=True)
+        rounds[name].append(figures)
+    results = [(name, replicas, summarize(rounds[name])) for name, replicas, *_ in runs]
 
-  baseline = results[0][2]
-  print(f"\nToy Transformer, batch_size_per_gpu={args.batch}, {args.steps} steps "
-        f"({args.warmup} warm-up), {len(cores)} cores, best of {args.repeat}\n")
-  print("| backend | replicas | processes | tokens/s | scaling efficiency |")
-  print("|---|---|---|---|---|")
-  for name, replicas, tokens in results:
+  baseline = results[0][2]["tokens"] if results[0][2] else None
+  batch = args.batch if args.batch is not None else BATCHES[args.model]
+  print(f"\n{args.model} Transformer ({os.path.relpath(CONFIGS[args.model], ROOT)}), "
+        f"batch_size_per_gpu={batch or 'as configured'}, {args.steps} steps "
+        f"({args.warmup} warm-up), {len(cores)} cores, median of {args.repeat} rounds\n")
+  print("| backend | replicas | processes | tokens/s | tokens/s per round | "
+        "peak memory (MB, chief) | scaling efficiency |")
+  print("|---|---|---|---:|---|---:|---:|")
+  for name, replicas, summary in results:
     processes = 1 if name.startswith(("single", "towers")) else replicas
-    if tokens is None:
-      print(f"| {name} | {replicas} | {processes} | failed | - |")
+    if summary is None:
+      print(f"| {name} | {replicas} | {processes} | failed | | | - |")
       continue
-    efficiency = tokens / (replicas * baseline) if baseline else float("nan")
-    print(f"| {name} | {replicas} | {processes} | {tokens:,.0f} | {efficiency:.2f} |")
+    efficiency = summary["tokens"] / (replicas * baseline) if baseline else float("nan")
+    per_round = ", ".join(f"{t:,.0f}" for t in summary["rounds"])
+    print(f"| {name} | {replicas} | {processes} | {summary['tokens']:,.0f} | {per_round} | "
+          f"{summary['peak_mb']:,.0f} | {efficiency:.2f} |")
   return 0
 
 

@@ -1,0 +1,37 @@
+"""scripts/benchmark_scaling.py: the run.py arguments of each model and the summary of rounds."""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "scripts"))
+import benchmark_scaling  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def _args(**overrides):
+  values = dict(model="toy", steps=12, warmup=3, batch=None)
+  values.update(overrides)
+  return argparse.Namespace(**values)
+
+
+def test_toy_runs_on_the_generated_data_with_its_default_batch():
+  args = benchmark_scaling.run_args("/data", _args())
+  assert f"--config_file={benchmark_scaling.CONFIGS['toy']}" in args
+  assert "--batch_size_per_gpu=32" in args
+  assert "--data_layer_params/source_file=/data/train/source.txt" in args
+  assert "--bench_steps=12" in args and "--bench_start=3" in args
+
+
+def test_bible_keeps_its_config_batch_and_data_unless_told():
+  args = benchmark_scaling.run_args(None, _args(model="bible"))
+  assert f"--config_file={benchmark_scaling.CONFIGS['bible']}" in args
+  assert not [a for a in args if a.startswith(("--batch_size_per_gpu", "--data_layer_params"))]
+  assert "--batch_size_per_gpu=1024" in benchmark_scaling.run_args(None, _args(model="bible",
+                                                                               batch=1024))
+
+
+def test_summary_is_the_median_over_the_rounds_that_ran():
+  summary = benchmark_scaling.summarize([(100.0, 900.0), None, (300.0, 1100.0), (200.0, 1000.0)])
+  assert summary == {"tokens": 200.0, "peak_mb": 1000.0, "rounds": [100.0, 300.0, 200.0]}
+  assert benchmark_scaling.summarize([None, None]) is None
