@@ -9,6 +9,8 @@ all-reduce is not the whole of it; data from scripts/get_bible_en_es.sh):
 
 * baseline — 1 process pinned to one core, one TensorFlow thread;
 * towers — 1 process, N logical CPU devices (``--cpu_towers``), pinned to N cores;
+* wide — 1 process, one device with N threads and an N times larger batch, pinned to N
+  cores: the towers' work without the split into towers (what the thread pool alone gives);
 * multi-worker — N processes (``python -m open_seq2seq.launch --bind_cores``), one core each;
 * horovod — N processes under ``mpiexec --bind-to core`` with ``--use_horovod=True``.
 
@@ -38,8 +40,8 @@ CONFIGS = {
     "toy": os.path.join(ROOT, "example_configs", "text2text", "toy-reversal", "nmt-reversal-TT.py"),
     "bible": os.path.join(ROOT, "example_configs", "text2text", "en-es", "transformer-2x2-bible.py"),
 }
-#: --model -> batch_size_per_gpu when --batch is not given (None: the config's own)
-BATCHES = {"toy": 32, "bible": None}
+#: --model -> batch_size_per_gpu when --batch is not given (bible: its config's, in tokens)
+BATCHES = {"toy": 32, "bible": 4096}
 
 
 def make_data(directory: str) -> None:
@@ -48,14 +50,18 @@ def make_data(directory: str) -> None:
                   "--test_size", "10"], check=True, capture_output=True)
 
 
-def run_args(data: str | None, args: argparse.Namespace) -> list[str]:
-  """run.py's arguments for one run; ``data`` is the generated toy data (None: the config's)."""
+def batch_size(args: argparse.Namespace) -> int:
+  return args.batch if args.batch is not None else BATCHES[args.model]
+
+
+def run_args(data: str | None, args: argparse.Namespace, scale: int = 1) -> list[str]:
+  """run.py's arguments for one run; ``data`` is the generated toy data (None: the config's);
+  ``scale`` multiplies the batch (one device doing the work of ``scale`` replicas)."""
   files = {"src_vocab_file": "vocab/source.txt", "tgt_vocab_file": "vocab/target.txt",
            "source_file": "train/source.txt", "target_file": "train/target.txt"}
-  batch = args.batch if args.batch is not None else BATCHES[args.model]
   return [os.path.join(ROOT, "run.py"), f"--config_file={CONFIGS[args.model]}", "--mode=train",
           "--benchmark", f"--bench_steps={args.steps}", f"--bench_start={args.warmup}",
-          *([f"--batch_size_per_gpu={batch}"] if batch is not None else []),
+          f"--batch_size_per_gpu={scale * batch_size(args)}",
           "--print_loss_steps=None", "--print_samples_steps=None",
           "--save_summaries_steps=None",
           *[f"--data_layer_params/{key}={os.path.join(data, rel)}"
@@ -106,11 +112,12 @@ def main() -> int:
   parser.add_argument("--steps", type=int, default=40, help="Steps per run, warm-up included.")
   parser.add_argument("--warmup", type=int, default=10, help="Steps excluded as warm-up.")
   parser.add_argument("--batch", type=int, default=None,
-                      help="batch_size_per_gpu (default: 32 for toy, the config's for bible).")
+                      help="batch_size_per_gpu (default: 32 for toy, the config's 4096 "
+                           "tokens for bible).")
   parser.add_argument("--timeout", type=float, default=1800, help="Seconds per run.")
   parser.add_argument("--repeat", type=int, default=3,
                       help="Rounds over all backends (round robin); medians are reported.")
-  parser.add_argument("--backends", default="single,towers,multi-worker,horovod",
+  parser.add_argument("--backends", default="single,wide,towers,multi-worker,horovod",
                       help="Comma-separated subset of the backends (single is the baseline "
                            "and always runs).")
   args = parser.parse_args()
@@ -119,10 +126,10 @@ def main() -> int:
   if n > len(cores):
     parser.error(f"--replicas {n} needs {n} cores, this process may use {len(cores)}")
   wanted = set(args.backends.split(",")) | {"single"}
-  unknown = wanted - {"single", "towers", "multi-worker", "horovod"}
+  unknown = wanted - {"single", "wide", "towers", "multi-worker", "horovod"}
   if unknown:
     parser.error(f"--backends: unknown {sorted(unknown)}; "
-                 "choose from single, towers, multi-worker, horovod")
+                 "choose from single, wide, towers, multi-worker, horovod")
   have_horovod = shutil.which("mpiexec") is not None and subprocess.run(
       [sys.executable, "-c", "import horovod.tensorflow"], capture_output=True).returncode == 0
 
@@ -135,6 +142,9 @@ def main() -> int:
     one_core = ["taskset", "-c", str(cores[0])]
     n_cores = ["taskset", "-c", ",".join(map(str, cores[:n]))]
     runs = [("single (baseline)", 1, 1, one_core + [sys.executable] + base)]
+    if "wide" in wanted:
+      runs.append((f"wide ({n} threads, {n}x batch)", n, n,
+                   n_cores + [sys.executable] + run_args(data, args, scale=n)))
     if "towers" in wanted:
       runs.append(("towers", n, n, n_cores + [sys.executable] + base + [f"--cpu_towers={n}"]))
     if "multi-worker" in wanted:
@@ -160,15 +170,14 @@ def main() -> int:
     results = [(name, replicas, summarize(rounds[name])) for name, replicas, *_ in runs]
 
   baseline = results[0][2]["tokens"] if results[0][2] else None
-  batch = args.batch if args.batch is not None else BATCHES[args.model]
   print(f"\n{args.model} Transformer ({os.path.relpath(CONFIGS[args.model], ROOT)}), "
-        f"batch_size_per_gpu={batch or 'as configured'}, {args.steps} steps "
+        f"batch_size_per_gpu={batch_size(args)}, {args.steps} steps "
         f"({args.warmup} warm-up), {len(cores)} cores, median of {args.repeat} rounds\n")
   print("| backend | replicas | processes | tokens/s | tokens/s per round | "
         "peak memory (MB, chief) | scaling efficiency |")
   print("|---|---|---|---:|---|---:|---:|")
   for name, replicas, summary in results:
-    processes = 1 if name.startswith(("single", "towers")) else replicas
+    processes = 1 if name.startswith(("single", "wide", "towers")) else replicas
     if summary is None:
       print(f"| {name} | {replicas} | {processes} | failed | | | - |")
       continue

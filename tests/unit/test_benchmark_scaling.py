@@ -23,12 +23,19 @@ def test_toy_runs_on_the_generated_data_with_its_default_batch():
   assert "--bench_steps=12" in args and "--bench_start=3" in args
 
 
-def test_bible_keeps_its_config_batch_and_data_unless_told():
+def test_bible_reads_its_config_data_with_its_batch_unless_told():
   args = benchmark_scaling.run_args(None, _args(model="bible"))
   assert f"--config_file={benchmark_scaling.CONFIGS['bible']}" in args
-  assert not [a for a in args if a.startswith(("--batch_size_per_gpu", "--data_layer_params"))]
+  assert "--batch_size_per_gpu=4096" in args
+  assert not [a for a in args if a.startswith("--data_layer_params")]
   assert "--batch_size_per_gpu=1024" in benchmark_scaling.run_args(None, _args(model="bible",
                                                                                batch=1024))
+
+
+def test_the_wide_run_is_one_device_with_the_replicas_batch():
+  assert "--batch_size_per_gpu=64" in benchmark_scaling.run_args("/d", _args(), scale=2)
+  assert "--batch_size_per_gpu=8192" in benchmark_scaling.run_args(None, _args(model="bible"),
+                                                                   scale=2)
 
 
 def test_summary_is_the_median_over_the_rounds_that_ran():
