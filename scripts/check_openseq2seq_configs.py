@@ -155,7 +155,9 @@ _DUMMY_SIZES = {"vocab_size": 32, "num_classes": 10,
                 "idx2char": {i: chr(ord("a") + i) for i in range(26)},
                 # speech synthesis: symbols, mel and magnitude features
                 "src_vocab_size": 64, "num_mel_features": 80, "num_magnitude_features": 513,
-                "exp_mag": True}
+                "exp_mag": True,
+                # attention ASR: <S> and </S> after the characters (autoregressive targets)
+                "go_symbol": 30, "end_symbol": 31}
 
 
 def build_errors(params: dict, mode: str) -> list[str]:
