@@ -12,7 +12,8 @@ all-reduce is not the whole of it; data from scripts/get_bible_en_es.sh):
 * wide — 1 process, one device with N threads and an N times larger batch, pinned to N
   cores: the towers' work without the split into towers (what the thread pool alone gives);
 * multi-worker — N processes (``python -m open_seq2seq.launch --bind_cores``), one core each;
-* horovod — N processes under ``mpiexec --bind-to core`` with ``--use_horovod=True``.
+* horovod — N processes under ``mpiexec --bind-to core`` with ``--use_horovod=True``
+  (``horovod1``: one rank, Horovod's own overhead against the baseline).
 
 Scaling efficiency = throughput with N replicas / (N x baseline throughput), with the same
 batch per replica (so the global batch grows with N, as in weak scaling). The backends run
@@ -117,19 +118,29 @@ def main() -> int:
   parser.add_argument("--timeout", type=float, default=1800, help="Seconds per run.")
   parser.add_argument("--repeat", type=int, default=3,
                       help="Rounds over all backends (round robin); medians are reported.")
-  parser.add_argument("--backends", default="single,wide,towers,multi-worker,horovod",
+  parser.add_argument("--backends", default="single,wide,towers,multi-worker,horovod1,horovod",
                       help="Comma-separated subset of the backends (single is the baseline "
-                           "and always runs).")
+                           "and always runs; horovod1 is Horovod with one rank, its own "
+                           "overhead).")
+  parser.add_argument("--horovod_env", action="append", default=[], metavar="KEY=VALUE",
+                      help="An environment variable for the Horovod runs (repeatable), e.g. "
+                           "HOROVOD_CYCLE_TIME=50.")
+  parser.add_argument("--mpi_arg", action="append", default=[],
+                      help="An extra mpiexec argument for the Horovod runs (repeatable), e.g. "
+                           "--mpi_arg=--mca --mpi_arg=mpi_yield_when_idle --mpi_arg=1.")
   args = parser.parse_args()
+  bad = [pair for pair in args.horovod_env if "=" not in pair]
+  if bad:
+    parser.error(f"--horovod_env: {bad[0]!r} is not KEY=VALUE")
   cores = sorted(os.sched_getaffinity(0))
   n = args.replicas
   if n > len(cores):
     parser.error(f"--replicas {n} needs {n} cores, this process may use {len(cores)}")
   wanted = set(args.backends.split(",")) | {"single"}
-  unknown = wanted - {"single", "wide", "towers", "multi-worker", "horovod"}
+  unknown = wanted - {"single", "wide", "towers", "multi-worker", "horovod1", "horovod"}
   if unknown:
     parser.error(f"--backends: unknown {sorted(unknown)}; "
-                 "choose from single, wide, towers, multi-worker, horovod")
+                 "choose from single, wide, towers, multi-worker, horovod1, horovod")
   have_horovod = shutil.which("mpiexec") is not None and subprocess.run(
       [sys.executable, "-c", "import horovod.tensorflow"], capture_output=True).returncode == 0
 
@@ -151,13 +162,16 @@ def main() -> int:
       runs.append(("multi-worker", n, 1,
                    [sys.executable, "-m", "open_seq2seq.launch", "-np", str(n), "--bind_cores",
                     "--timeout", str(args.timeout)] + base))
-    if "horovod" in wanted and have_horovod:
-      for size in sorted({1, n}):  # 1 rank: Horovod's own overhead against the baseline
+    sizes = sorted(({1} if "horovod1" in wanted else set()) |
+                   ({n} if "horovod" in wanted else set()))
+    if sizes and have_horovod:
+      for size in sizes:  # 1 rank: Horovod's own overhead against the baseline
         runs.append((f"horovod ({size} process{'es' if size > 1 else ''})", size, 1,
                      ["mpiexec", "--oversubscribe", "-np", str(size), "--bind-to", "core",
-                      "-x", "TF_NUM_INTRAOP_THREADS", sys.executable] + base +
-                     ["--use_horovod=True"]))
-    elif "horovod" in wanted:
+                      *args.mpi_arg, "-x", "TF_NUM_INTRAOP_THREADS",
+                      *[x for pair in args.horovod_env for x in ("-x", pair)],
+                      sys.executable] + base + ["--use_horovod=True"]))
+    elif sizes:
       print("horovod: not installed (scripts/install_horovod.sh), skipped", file=sys.stderr)
     rounds: dict[str, list] = {name: [] for name, *_ in runs}
     for round_index in range(args.repeat):

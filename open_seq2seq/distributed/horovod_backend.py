@@ -27,6 +27,21 @@ INSTALL_HINT = ("install it with scripts/install_horovod.sh, or drop use_horovod
 #: Horovod aborts a collective that some ranks never join (e.g. a rank died) after this
 #: many seconds instead of waiting forever; MPI launchers also stop the job when a rank dies.
 _STALL_SHUTDOWN_SECONDS = "600"
+#: Open MPI's setting that makes a rank waiting in a collective yield its core instead of
+#: polling. Horovod's background thread runs a small MPI collective every few milliseconds;
+#: on a host without GPUs that thread shares its rank's cores with the training, and polling
+#: until the other ranks join steals them (Bible Transformer, 2 ranks on 2 cores: scaling
+#: efficiency 0.57 polling, 0.98 yielding; docs/benchmarks.md). Read at MPI_Init, which
+#: hvd.init() calls; other MPIs ignore it.
+CPU_MPI_SETTINGS = {"OMPI_MCA_mpi_yield_when_idle": "1"}
+
+
+def environment_defaults(environ: dict, has_gpus: bool) -> None:
+  """Sets Horovod's settings that this backend chooses, unless the user set them."""
+  environ.setdefault("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", _STALL_SHUTDOWN_SECONDS)
+  if not has_gpus:
+    for key, value in CPU_MPI_SETTINGS.items():
+      environ.setdefault(key, value)
 
 
 def import_horovod() -> Any:
@@ -71,7 +86,7 @@ class HorovodBackend(Backend):
       raise ConfigError("use_horovod needs mpiexec or horovodrun; open_seq2seq.launch starts "
                         "the built-in multi-worker backend only (drop use_horovod)")
     hvd = import_horovod()
-    os.environ.setdefault("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", _STALL_SHUTDOWN_SECONDS)
+    environment_defaults(os.environ, bool(tf.config.list_physical_devices("GPU")))
     hvd.init()
     if not hvd.mpi_enabled() and not hvd.gloo_enabled():
       raise ConfigError("Horovod has neither MPI nor Gloo enabled; " + INSTALL_HINT)

@@ -134,6 +134,21 @@ def test_horovod_refuses_the_local_launcher(monkeypatch):
     HorovodBackend({"num_gpus": 1})
 
 
+def test_horovod_defaults_leave_a_users_settings_alone():
+  from open_seq2seq.distributed.horovod_backend import environment_defaults
+  cpu: dict = {}
+  environment_defaults(cpu, has_gpus=False)  # MPI ranks waiting on CPUs yield their core
+  assert cpu == {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "600",
+                 "OMPI_MCA_mpi_yield_when_idle": "1"}
+  gpu: dict = {}
+  environment_defaults(gpu, has_gpus=True)  # MPI's own polling on GPU hosts
+  assert gpu == {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "600"}
+  mine = {"OMPI_MCA_mpi_yield_when_idle": "0", "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "60"}
+  environment_defaults(mine, has_gpus=False)
+  assert mine == {"OMPI_MCA_mpi_yield_when_idle": "0",
+                  "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "60"}
+
+
 def test_horovod_ignores_num_gpus_and_gpu_ids_with_a_one_line_notice():
   from open_seq2seq.distributed.horovod_backend import ignored_devices_notice
   assert ignored_devices_notice({"num_gpus": 1}, 4) is None
