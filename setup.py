@@ -42,5 +42,5 @@ setup(
         "test": ["pytest", "pytest-xdist", "librosa==0.11.*", "jiwer", "kenlm", "pygtrie", "rdata>=1.1",
                  "matplotlib", "python_speech_features"],
     },
-    entry_points={"console_scripts": ["open-seq2seq=open_seq2seq.cli:main"]},
+    entry_points={"console_scripts": ["open-seq2seq=open_seq2seq.process_defaults:main"]},
 )

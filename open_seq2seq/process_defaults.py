@@ -10,7 +10,7 @@ heavy). A value the user already set wins: ``TF_CPU_ALLOCATOR_USE_BFC=false pyth
   tensor. glibc serves every allocation above 32 MB (a batch's logits, the FFN activations)
   with a fresh ``mmap``, so each such tensor pays its page faults and the kernel's zeroing
   again at every step; the pool keeps the pages. Measured on the Bible Transformer in
-  docs/benchmarks.md (*Lever: the CPU allocator*).
+  docs/benchmarks.md (*Levers: the CPU allocator, 16-bit dropout masks*).
 """
 
 from __future__ import annotations
@@ -26,3 +26,11 @@ def apply_process_defaults(environ: MutableMapping[str, str] | None = None) -> N
   environ = os.environ if environ is None else environ
   for name, value in DEFAULTS.items():
     environ.setdefault(name, value)
+
+
+def main() -> int:
+  """The ``open-seq2seq`` console command: ``run.py``'s entry with the defaults applied first
+  (``open_seq2seq.cli`` imports TensorFlow)."""
+  apply_process_defaults()
+  from open_seq2seq.cli import main as cli_main  # pylint: disable=import-outside-toplevel
+  return cli_main()

@@ -7,7 +7,7 @@ element is kept when its half is >= ``round(rate * 65536)``. The rate is therefo
 to within 2**-17 (0.1 -> 0.100006), and the kept values are scaled by ``65536 / (65536 -
 threshold)`` (the exact inverse of the realised keep probability), so the expectation of the
 output equals the input exactly. On 2 AVX2 cores the mask of 8M elements costs about half of
-Keras's (docs/benchmarks.md, *Lever: dropout masks*).
+Keras's (docs/benchmarks.md, *Levers: the CPU allocator, 16-bit dropout masks*).
 
 The RNG state is a ``keras.random.SeedGenerator`` variable, as in ``keras.layers.Dropout``:
 a checkpoint holds it, so a resumed run draws the masks an uninterrupted run would.

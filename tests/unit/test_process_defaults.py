@@ -40,3 +40,15 @@ def test_run_py_applies_them_before_anything_imports_tensorflow():
   assert source.index("apply_process_defaults()") < source.index("from open_seq2seq.cli")
   with open(os.path.join(ROOT, "open_seq2seq", "process_defaults.py"), encoding="utf-8") as f:
     assert "tensorflow" not in "".join(line for line in f if line.startswith(("import", "from")))
+
+
+def test_the_console_command_applies_them_before_importing_tensorflow():
+  code = ("import os, sys; sys.argv = ['open-seq2seq', '--help']; "
+          "from open_seq2seq.process_defaults import main\n"
+          "before = 'tensorflow' in sys.modules\n"
+          "try:\n  main()\nexcept SystemExit:\n  pass\n"
+          "print(before, os.environ.get('TF_CPU_ALLOCATOR_USE_BFC'))")
+  base = {k: v for k, v in os.environ.items() if k != "TF_CPU_ALLOCATOR_USE_BFC"}
+  out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       env={**base, "TF_CPP_MIN_LOG_LEVEL": "2"}, check=True, timeout=300)
+  assert out.stdout.strip().splitlines()[-1] == "False true"
