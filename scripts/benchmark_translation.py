@@ -18,7 +18,8 @@ table (``--infer_only``: the beam-search columns alone).
 
 Models: ``toy`` (nmt-reversal-TT on --toy_data) and the Bible en-es configs ``transformer``
 (alias ``bible``), ``gnmt`` and ``convs2s`` (data from scripts/get_bible_en_es.sh; the
-peers' folder from ../shared/bench/get_bible_en_es.sh reads too). Add overrides for every
+peers' folder from ../shared/bench/get_bible_en_es.sh reads too, once the script has written
+the configs' per-side vocabularies ``spm.{en,es}.vocab`` into it). Add overrides for every
 model with --extra, e.g. ``--extra=--dtype=mixed_bfloat16``.
 """
 
@@ -100,6 +101,25 @@ def _tokenizer(name: str):
   return lambda line: model.encode(line.rstrip("\n"))
 
 
+def ensure_side_vocabularies(data: str) -> None:
+  """Writes ``spm.{en,es}.vocab`` (what the Bible configs read) into a corpus folder that
+  lacks them, such as the peers' folder of ../shared/bench/get_bible_en_es.sh."""
+  sides = [lang for lang in ("en", "es")
+           if not os.path.isfile(os.path.join(data, f"spm.{lang}.vocab"))]
+  if not sides:
+    return
+  cmd = [sys.executable, os.path.join(ROOT, "scripts", "build_sentencepiece.py"),
+         "--model", os.path.join(data, "spm.model")]
+  for lang in sides:
+    cmd += ["--side_vocab", os.path.join(data, f"train.{lang}"),
+            os.path.join(data, f"spm.{lang}.vocab")]
+  out = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  if out.returncode != 0:
+    raise SystemExit(f"per-side vocabularies of {data}: {out.stderr.strip()[-1000:]}")
+  print(out.stdout.strip(), file=sys.stderr)
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--toy_data", default="toy_text_data")
@@ -119,6 +139,8 @@ def main() -> None:
   args = parser.parse_args()
   toy = os.path.abspath(args.toy_data)
   os.environ["BIBLE_DATA"] = os.path.abspath(args.bible_data)
+  if set(args.models.split(",")) & set(BIBLE_MODELS):
+    ensure_side_vocabularies(os.environ["BIBLE_DATA"])
   rows = []
   for name in args.models.split(","):
     if name == "toy":

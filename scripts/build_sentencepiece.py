@@ -11,7 +11,12 @@ side for separate models. Outputs:
   the vocabulary-file format of ``ParallelTextDataLayer`` (``special_tokens_already_in_vocab``
   False), read back with the model's ids;
 * for each ``--encode IN OUT``: OUT holds IN's lines as space-separated pieces (for tools, or
-  for ``ParallelTextDataLayer`` with the vocabulary file instead of the model).
+  for ``ParallelTextDataLayer`` with the vocabulary file instead of the model);
+* for each ``--side_vocab IN OUT``: OUT is the vocabulary file of the pieces IN's lines use,
+  most frequent first (ties in the model's order), each with its count. With a joint model,
+  give it to the data layer as that side's ``src_vocab_file`` / ``tgt_vocab_file`` beside the
+  model: the side's embedding and output layer then hold only the pieces of its language (as
+  OpenNMT-tf and fairseq build per-side vocabularies), and the others read as ``<UNK>``.
 
 ``ParallelTextDataLayer`` can also read the raw text directly with
 ``src_sentencepiece_model`` / ``tgt_sentencepiece_model`` = ``PREFIX.model``. Training is
@@ -21,7 +26,8 @@ the unigram trainer may differ in the last digits of piece scores between runs.
 
     python scripts/build_sentencepiece.py --input train.en --input train.es \\
         --model_prefix data/spm --vocab_size 8000 --model_type bpe \\
-        --encode train.en train.sp.en --encode train.es train.sp.es
+        --encode train.en train.sp.en --encode train.es train.sp.es \\
+        --side_vocab train.en spm.en.vocab --side_vocab train.es spm.es.vocab
     python scripts/build_sentencepiece.py --model data/spm.model --encode dev.en dev.sp.en
 """
 
@@ -33,6 +39,8 @@ import argparse
 import io
 import os
 import sys
+
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -102,6 +110,19 @@ def encode_file(vocab, source: str, target: str) -> int:
   return sum(map(len, pieces))
 
 
+def side_vocab_lines(vocab, source: str) -> list[str]:
+  """The vocabulary-file lines (``piece<TAB>count``) of the pieces ``source``'s lines use,
+  most frequent first, ties in the model's id order."""
+  from open_seq2seq.data.text2text.text2text import read_text_lines
+  from open_seq2seq.data.text2text.vocab import NUM_SPECIAL_TOKENS, invert_vocab
+  ids, _ = vocab.encode(read_text_lines(source, "--side_vocab"))
+  counts = np.bincount(ids, minlength=len(vocab))
+  counts[:NUM_SPECIAL_TOKENS] = 0  # <UNK> (characters the model lacks) is always there
+  order = sorted(np.flatnonzero(counts), key=lambda i: (-counts[i], i))
+  tokens = invert_vocab(vocab.seq2idx)
+  return [f"{tokens[int(i)]}\t{counts[i]}" for i in order]
+
+
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--input", action="append", default=[],
@@ -122,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--num_threads", type=int, default=1, help="trainer threads")
   parser.add_argument("--encode", nargs=2, action="append", default=[], metavar=("IN", "OUT"),
                       help="write IN's lines as space-separated pieces to OUT (repeatable)")
+  parser.add_argument("--side_vocab", nargs=2, action="append", default=[],
+                      metavar=("IN", "OUT"),
+                      help="write the vocabulary file of the pieces IN's lines use to OUT "
+                           "(one language's vocabulary under a joint model; repeatable)")
   args = parser.parse_args(argv)
   if (args.model is None) == (args.model_prefix is None):
     raise SystemExit("error: give either --model_prefix (train a model on --input files) or "
@@ -160,6 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     for source, target in args.encode:
       count = encode_file(vocab, source, target)
       print(f"encoded {source} -> {target} ({count} pieces)")
+    for source, target in args.side_vocab:
+      lines = side_vocab_lines(vocab, source)
+      write_lines(target, lines)
+      print(f"side vocabulary of {source} -> {target} ({len(lines)} of the model's "
+            f"{len(vocab_file_tokens(vocab))} pieces)")
   except OpenSeq2SeqError as e:
     raise SystemExit(f"error: {e}") from None
   return 0

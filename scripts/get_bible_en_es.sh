@@ -15,6 +15,8 @@
 #   {train,dev,test}.keys        their verse keys ("Genesis 1:1")
 #   spm.model, spm.vocab         the SentencePiece model and its vocabulary file (ids 4..)
 #   {train,dev,test}.sp.{en,es}  the verses as space-separated pieces
+#   spm.en.vocab, spm.es.vocab   per-side vocabulary files: the pieces train.en (train.es)
+#                                uses, most frequent first (the example configs' vocabularies)
 #
 # OUT/.gitignore keeps the corpus out of git.
 set -euo pipefail
@@ -38,7 +40,7 @@ all_present() {  # every named file exists in OUT (each is written whole, then r
   done
 }
 
-if all_present $RAW spm.model spm.vocab $ENCODED; then
+if all_present $RAW spm.model spm.vocab spm.en.vocab spm.es.vocab $ENCODED; then
   echo "Bible en-es corpus already complete in $OUT"
   exit 0
 fi
@@ -59,7 +61,7 @@ if ! all_present $RAW; then
   mod2imp spaRV1909eb > "$EXPORTS/es.imp"
   "$PYTHON" "$ROOT/scripts/import_bible.py" --en_imp "$EXPORTS/en.imp" \
     --es_imp "$EXPORTS/es.imp" --out "$OUT" --test_size 1000 --dev_size 1000
-  rm -f "$OUT/spm.model" "$OUT/spm.vocab"  # a model of an older train split is stale
+  rm -f "$OUT/spm.model" "$OUT/spm.vocab" "$OUT"/spm.??.vocab  # stale: an older train split
   for name in $ENCODED; do rm -f "$OUT/$name"; done
 fi
 
@@ -68,6 +70,9 @@ for split in $SPLITS; do
   for lang in en es; do
     ENCODE+=(--encode "$OUT/$split.$lang" "$OUT/$split.sp.$lang")
   done
+done
+for lang in en es; do
+  ENCODE+=(--side_vocab "$OUT/train.$lang" "$OUT/spm.$lang.vocab")
 done
 if [ ! -f "$OUT/spm.model" ]; then
   "$PYTHON" "$ROOT/scripts/build_sentencepiece.py" --input "$OUT/train.en" \

@@ -172,8 +172,9 @@ def test_main_writes_aligned_splits(bible, tmp_path):
 
 
 def test_get_script_skips_a_complete_corpus(tmp_path):
-  names = ["spm.model", "spm.vocab"] + [f"{split}.{ext}" for split in ("train", "dev", "test")
-                                        for ext in ("en", "es", "keys", "sp.en", "sp.es")]
+  names = ["spm.model", "spm.vocab", "spm.en.vocab", "spm.es.vocab"] + [
+      f"{split}.{ext}" for split in ("train", "dev", "test")
+      for ext in ("en", "es", "keys", "sp.en", "sp.es")]
   for name in names:
     (tmp_path / name).write_text("kept\n", encoding="utf-8")
   stubs = tmp_path.parent / "stubs"  # every tool that does work fails if it is called

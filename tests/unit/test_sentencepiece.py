@@ -200,6 +200,35 @@ def test_raw_text_with_model_gives_the_ids_of_encoded_text_with_vocab_file(corpu
                                                                 "source_tensors")
 
 
+def test_side_vocabularies_keep_one_language_of_a_joint_model(corpus, build, tmp_path):
+  """--side_vocab writes the pieces one side uses; the layer then gives that side only those
+  ids, in the file's order, and the other side's pieces read as <UNK>."""
+  en_vocab, es_vocab = str(tmp_path / "spm.en.vocab"), str(tmp_path / "spm.es.vocab")
+  build.main(["--model", corpus["model"], "--side_vocab", corpus["train.en"], en_vocab,
+              "--side_vocab", corpus["train.es"], es_vocab])
+  joint = SentencePieceVocab(corpus["model"])
+  en_pieces = [p for line in joint.pieces(_lines(corpus["train.en"])) for p in line]
+  entries = [line.split("\t") for line in _lines(en_vocab)]
+  assert sorted(t for t, _ in entries) == sorted(set(en_pieces))
+  counts = [int(c) for _, c in entries]
+  assert counts == sorted(counts, reverse=True) and sum(counts) == len(en_pieces)
+
+  layer = _raw_layer(corpus, src_vocab_file=en_vocab, tgt_vocab_file=es_vocab)
+  assert len(layer.src_seq2idx) == len(entries) + 4 < VOCAB_SIZE
+  assert [layer.src_idx2seq[i] for i in range(4, 8)] == [t for t, _ in entries[:4]]
+  # every English piece keeps its identity: the rows are the joint model's pieces, renamed
+  joint_rows = _rows(_raw_layer(corpus).build_dataset(), "source_tensors")
+  joint_names = {i: t for t, i in joint.seq2idx.items()}
+  for key, row in _rows(layer.build_dataset(), "source_tensors").items():
+    assert [layer.src_idx2seq[i] for i in row] == [joint_names[i] for i in joint_rows[key]]
+  # a Spanish line read with the English vocabulary: its Spanish-only pieces are <UNK>
+  spanish = _lines(corpus["test.es"])
+  ids, _ = layer._src_spm.encode(spanish[:1])  # pylint: disable=protected-access
+  en_only = set(en_pieces)
+  expected = [layer.src_seq2idx[p] if p in en_only else UNK for p in joint.pieces(spanish[:1])[0]]
+  assert ids.tolist() == expected and UNK in expected
+
+
 def test_training_reads_raw_text_and_pads_the_vocabulary(corpus):
   layer = _raw_layer(corpus, mode="train", repeat=False, pad_vocab_to_eight=True,
                      batching="tokens", max_length=12)
@@ -227,9 +256,10 @@ def test_configuration_errors(corpus, tmp_path):
   with pytest.raises(ConfigError, match="src_vocab_file: required .*src_sentencepiece_model"):
     ParallelTextDataLayer({"tgt_sentencepiece_model": corpus["model"],
                            "source_file": corpus["test.en"]}, mode="infer")
-  other = _write(tmp_path / "other.vocab", _lines(corpus["vocab"])[::-1])
-  with pytest.raises(DataError, match="does not match SentencePiece model .* id 4"):
-    _raw_layer(corpus, tgt_vocab_file=other)
+  stranger = _write(tmp_path / "other.vocab", _lines(corpus["vocab"])[:3] + ["gato\t5"])
+  with pytest.raises(DataError, match="other.vocab: 'gato' is not a piece of SentencePiece "
+                     "model .*spm.model"):
+    _raw_layer(corpus, tgt_vocab_file=stranger)
   with pytest.raises(DataError, match="tgt_sentencepiece_model .* does not exist"):
     _raw_layer(corpus, tgt_sentencepiece_model=str(tmp_path / "missing.model"))
   blank = _write(tmp_path / "blank.en", ["the cat", "   ", "a mat"])
@@ -300,3 +330,16 @@ def test_eval_references_are_the_raw_target_lines(corpus, tmp_path):
 def test_special_token_options_match_the_vocab_contract():
   assert SPECIAL_TOKEN_OPTIONS["pad_id"] == PAD and SPECIAL_TOKEN_OPTIONS["eos_id"] == EOS
   assert SPECIAL_TOKEN_OPTIONS["unk_piece"] == "<UNK>" and SPECIAL_TOKEN_OPTIONS["bos_id"] == S
+
+
+def test_benchmark_writes_missing_side_vocabularies_into_a_peer_folder(corpus, tmp_path):
+  """The peers' corpus folder has no spm.{en,es}.vocab: the translation benchmark writes
+  them, as --side_vocab does, and leaves existing ones alone."""
+  for name in ("spm.model", "train.en", "train.es"):
+    (tmp_path / name).write_bytes((corpus["root"] / name).read_bytes())
+  (tmp_path / "spm.es.vocab").write_text("kept\n", encoding="utf-8")
+  load_script("benchmark_translation").ensure_side_vocabularies(str(tmp_path))
+  joint = SentencePieceVocab(corpus["model"])
+  en_pieces = {p for line in joint.pieces(_lines(corpus["train.en"])) for p in line}
+  assert {line.split("\t")[0] for line in _lines(tmp_path / "spm.en.vocab")} == en_pieces
+  assert _lines(tmp_path / "spm.es.vocab") == ["kept"]

@@ -19,6 +19,7 @@ from open_seq2seq.serving.text import IdsToText, TextToIds
 
 PAD, UNK, S, EOS = 0, 1, 2, 3
 WORDS = "the cat dog sat ran on a mat far away and saw light é ñ".split()
+DETOKENIZED = ["the cat sat on a mat", "far away and saw light"]
 
 
 def _vocab(tokens):
@@ -57,10 +58,11 @@ def test_vocab_tokenization_equals_the_data_layers(delimiter, start_token):
   assert all((row[len(ids):] == PAD).all() for row, ids in zip(padded, got))
 
 
-@pytest.fixture(scope="module", params=["aligned", "remapped"])
+@pytest.fixture(scope="module", params=["aligned", "remapped", "restricted"])
 def spm(request, tmp_path_factory):
   """A small BPE model trained with this project's special ids, or with SentencePiece's
-  defaults (ids remapped by SentencePieceVocab)."""
+  defaults (ids remapped by SentencePieceVocab), or restricted to a vocabulary file of the
+  pieces two sentences use, in reverse order (a per-side vocabulary: the rest are <UNK>)."""
   rng = random.Random(0)
   text = "\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 8)))
                    for _ in range(300))
@@ -71,22 +73,28 @@ def spm(request, tmp_path_factory):
       model_type="bpe", character_coverage=1.0, **options)
   path = tmp_path_factory.mktemp("spm") / "m.model"
   path.write_bytes(model.getvalue())
-  return SentencePieceVocab(str(path))
+  vocab = SentencePieceVocab(str(path))
+  if request.param == "restricted":
+    used = [p for line in DETOKENIZED for p in vocab.pieces([line])[0]]
+    vocab.restrict_to(_vocab(sorted(set(used), key=used.index)[::-1]), "side.vocab")
+    assert not vocab.aligned and len(vocab) < 48
+  return vocab
 
 
 def test_sentencepiece_tokenization_equals_the_data_layers(spm):
-  lines = ["the cat sat on a mat", "far away  and saw light", "ñ é zzz the"]
+  lines = ["the cat sat on a mat", "far away  and saw light", "ñ é zzz the", "ñ"]
   tokenizer = TextToIds(TextTokenization(
       spm.seq2idx, sentencepiece_model=spm.proto, sentencepiece_ids=spm.model_to_ids))
   got, _ = _graph_ids(tokenizer, lines)
   flat, counts = spm.encode(lines)
   rows = np.split(flat, np.cumsum(counts)[:-1])
   assert got == [list(row) + [EOS] for row in rows]
+  assert (UNK in got[3]) == (len(spm) < 48)  # "ñ" is outside the restricted vocabulary
 
 
 def test_sentencepiece_detokenization_equals_ids_to_text(spm):
   idx2seq = {i: t for t, i in spm.seq2idx.items()}
-  lines = ["the cat sat on a mat", "far away and saw light"]
+  lines = DETOKENIZED
   flat, counts = spm.encode(lines)
   rows = [list(r) + [EOS, PAD] for r in np.split(flat, np.cumsum(counts)[:-1])]
   width = max(map(len, rows))

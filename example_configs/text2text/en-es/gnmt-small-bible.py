@@ -86,6 +86,9 @@ def _data(split: str, **extra) -> dict:
   params = {
       "src_sentencepiece_model": os.path.join(data_root, "spm.model"),
       "tgt_sentencepiece_model": os.path.join(data_root, "spm.model"),
+      # per-side vocabularies of the joint model: the pieces each language uses
+      "src_vocab_file": os.path.join(data_root, "spm.en.vocab"),
+      "tgt_vocab_file": os.path.join(data_root, "spm.es.vocab"),
       "source_file": os.path.join(data_root, f"{split}.en"),
       "target_file": os.path.join(data_root, f"{split}.es"),
   }

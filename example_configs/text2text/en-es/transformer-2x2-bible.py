@@ -8,10 +8,12 @@ test and 1000 dev pairs, a joint SentencePiece BPE model of 8000 pieces)::
     bash scripts/get_bible_en_es.sh            # writes data/bible_en_es
 
 The data layer reads the raw verses and encodes them with ``spm.model`` when it is built
-(``src_sentencepiece_model`` / ``tgt_sentencepiece_model``): the model's pieces are the
-vocabulary, translations are detokenized, and BLEU (sacreBLEU) compares them with the raw
-reference verses. ``BIBLE_DATA=DIR`` reads another folder holding the same files
-(``{train,dev,test}.{en,es}``, ``spm.model``). Infer and interactive_infer take raw English.
+(``src_sentencepiece_model`` / ``tgt_sentencepiece_model``); each side's vocabulary is the
+pieces its language uses (``spm.en.vocab``: 4,725, ``spm.es.vocab``: 5,292 of the 8,000, as
+the peers' per-side vocabularies), translations are detokenized, and BLEU (sacreBLEU)
+compares them with the raw reference verses. ``BIBLE_DATA=DIR`` reads another folder holding
+the same files (``{train,dev,test}.{en,es}``, ``spm.model``, ``spm.{en,es}.vocab``). Infer
+and interactive_infer take raw English.
 
     python run.py --config_file=example_configs/text2text/en-es/transformer-2x2-bible.py \
         --mode=train_eval
@@ -76,6 +78,9 @@ def _data(split: str, **extra) -> dict:
   params = {
       "src_sentencepiece_model": os.path.join(data_root, "spm.model"),
       "tgt_sentencepiece_model": os.path.join(data_root, "spm.model"),
+      # per-side vocabularies of the joint model: the pieces each language uses
+      "src_vocab_file": os.path.join(data_root, "spm.en.vocab"),
+      "tgt_vocab_file": os.path.join(data_root, "spm.es.vocab"),
       "source_file": os.path.join(data_root, f"{split}.en"),
       "target_file": os.path.join(data_root, f"{split}.es"),
   }

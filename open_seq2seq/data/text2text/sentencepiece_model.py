@@ -24,7 +24,7 @@ import numpy as np
 import sentencepiece
 
 from open_seq2seq.data.text2text.vocab import (NUM_SPECIAL_TOKENS, SpecialTextTokens,
-                                               special_vocab)
+                                               invert_vocab, special_vocab)
 from open_seq2seq.errors import DataError
 
 __all__ = ["SPECIAL_TOKEN_OPTIONS", "SentencePieceVocab", "vocab_file_tokens"]
@@ -105,6 +105,36 @@ class SentencePieceVocab:
     self._to_model = np.full(len(seq2idx), sp.unk_id(), dtype=np.int64)
     self._to_model[to_ours] = np.arange(size)
     self.aligned = bool(np.array_equal(to_ours, np.arange(size)))
+
+  def restrict_to(self, seq2idx: dict[str, int], path: str) -> "SentencePieceVocab":
+    """Gives this model the ids of a vocabulary file (``seq2idx`` as ``load_vocab`` reads
+    it, special tokens included) and returns it.
+
+    The file may list any of the model's pieces in any order: all of them (the model's own
+    vocabulary file), or a subset, such as the pieces one side of a corpus uses under a
+    joint model, so that side's embedding and output layer only hold those. The model's
+    pieces missing from the file read as ``<UNK>``.
+
+    Raises:
+      DataError: if the file holds a token that is not one of the model's pieces.
+    """
+    strangers = [token for token in seq2idx if token not in self.seq2idx]
+    if strangers:
+      raise DataError(
+          f"vocabulary file {path}: {strangers[0]!r} is not a piece of SentencePiece model "
+          f"{self.path} ({len(strangers)} such tokens); the file must list the model's pieces "
+          "(write it with scripts/build_sentencepiece.py --vocab_file or --side_vocab)")
+    tokens = invert_vocab(self.seq2idx)
+    to_ours = np.array([seq2idx.get(tokens[int(i)], _UNK) for i in self._to_ours],
+                       dtype=np.int32)
+    to_model = np.full(max(seq2idx.values()) + 1, self.processor.unk_id(), dtype=np.int64)
+    known = to_ours != _UNK
+    to_model[to_ours[known]] = np.flatnonzero(known)
+    self.seq2idx = dict(seq2idx)
+    self._to_ours = to_ours
+    self._to_model = to_model
+    self.aligned = bool(np.array_equal(to_ours, np.arange(len(to_ours))))
+    return self
 
   @property
   def model_to_ids(self) -> np.ndarray:

@@ -53,21 +53,6 @@ class _Side:
     return tf.RaggedTensor.from_row_lengths(self.values, self.lengths.astype(np.int64))
 
 
-def _raise_vocab_mismatch(path: str, from_file: dict[str, int],
-                          model: SentencePieceVocab) -> None:
-  """Names the first id where a vocabulary file and a SentencePiece model disagree."""
-  file_tokens = invert_vocab(from_file)
-  model_tokens = invert_vocab(model.seq2idx)
-  for idx in range(max(len(file_tokens), len(model_tokens))):
-    if file_tokens.get(idx) != model_tokens.get(idx):
-      break
-  raise DataError(
-      f"vocabulary file {path} does not match SentencePiece model {model.path}: id {idx} is "
-      f"{file_tokens.get(idx, 'missing')!r} in the file and {model_tokens.get(idx, 'missing')!r} "
-      "in the model; drop the vocabulary file (the model's pieces are the vocabulary) or "
-      "write it with scripts/build_sentencepiece.py")
-
-
 class ParallelTextDataLayer(DataLayer):
   """Pairs of tokenized sentences, line i of ``source_file`` with line i of ``target_file``.
 
@@ -91,9 +76,11 @@ class ParallelTextDataLayer(DataLayer):
   holds ids only, stays as fast as with pre-tokenized files and its iterator remains
   checkpointable. The model's pieces are that side's vocabulary (ids as in
   :mod:`~open_seq2seq.data.text2text.sentencepiece_model`) and ``delimiter`` does not apply
-  to it. A vocabulary file given as well must list exactly the model's pieces in id order
-  (``scripts/build_sentencepiece.py`` writes such a file), else the layer stops with a
-  ``DataError``; ``pad_vocab_to_eight`` still applies. Inputs of ``interactive_infer`` are
+  to it. A vocabulary file given as well sets the side's ids: it lists model pieces, all of
+  them or the ones that side uses (``scripts/build_sentencepiece.py --side_vocab`` writes
+  those, so a joint model's embedding and output layer hold only one language's pieces), and
+  the model's other pieces read as ``<UNK>``; a token that is not a piece stops the layer
+  with a ``DataError``. ``pad_vocab_to_eight`` still applies. Inputs of ``interactive_infer`` are
   raw text encoded the same way. With a model on both sides the description's delimiter is
   ``""``: pieces are joined as they are and "▁" becomes a space, which is SentencePiece's
   own detokenization, and BLEU compares it with the raw reference lines.
@@ -102,10 +89,12 @@ class ParallelTextDataLayer(DataLayer):
   PARAMS = {
       "src_vocab_file": Param((str, None), None,
                               "Source vocabulary: one token per line (+ optional count); "
-                              "optional with src_sentencepiece_model (must then match it)."),
+                              "with src_sentencepiece_model optional: all or some of "
+                              "its pieces (the others read as <UNK>)."),
       "tgt_vocab_file": Param((str, None), None,
                               "Target vocabulary: one token per line (+ optional count); "
-                              "optional with tgt_sentencepiece_model (must then match it)."),
+                              "with tgt_sentencepiece_model optional: all or some of "
+                              "its pieces (the others read as <UNK>)."),
       "src_sentencepiece_model": Param((str, None), None,
                                        "SentencePiece .model: source_file is raw text, "
                                        "encoded with it; its pieces are the vocabulary."),
@@ -183,10 +172,9 @@ class ParallelTextDataLayer(DataLayer):
                         "model)")
     seq2idx = model.seq2idx if model is not None else None
     if path is not None:
-      from_file = load_vocab(path, self.params["special_tokens_already_in_vocab"])
-      if seq2idx is not None and from_file != seq2idx:
-        _raise_vocab_mismatch(path, from_file, model)
-      seq2idx = from_file
+      seq2idx = load_vocab(path, self.params["special_tokens_already_in_vocab"])
+      if model is not None:
+        model.restrict_to(seq2idx, path)
     return pad_vocab_to_eight(seq2idx) if self.params["pad_vocab_to_eight"] else seq2idx
 
   def _line_ids(self, lines: list[str], source: bool) -> tuple[np.ndarray, np.ndarray]:
