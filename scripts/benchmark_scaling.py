@@ -22,6 +22,8 @@ the table gives the median of the rounds and every round's figure.
 
     python scripts/benchmark_scaling.py [--model toy] [--replicas 2] [--steps 40] [--batch 32]
     python scripts/benchmark_scaling.py --model bible --steps 10 --warmup 3 --repeat 3
+    python scripts/benchmark_scaling.py --model bible --backends multi-worker \\
+        --multi_worker_variant pack16:OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB=16
 """
 
 from __future__ import annotations
@@ -69,20 +71,35 @@ def run_args(data: str | None, args: argparse.Namespace, scale: int = 1) -> list
             for key, rel in (files.items() if data else [])]]
 
 
-def environment(threads: int) -> dict:
+def environment(threads: int, extra: dict | None = None) -> dict:
   env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2",
              TF_NUM_INTRAOP_THREADS=str(threads), TF_NUM_INTEROP_THREADS="1",
-             OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+             OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", **(extra or {}))
   env.pop("TF_CONFIG", None)
   return env
 
 
-def measure(command: list[str], threads: int, timeout: float) -> tuple[float, float] | None:
+def parse_variant(text: str) -> tuple[str, dict]:
+  """``NAME:KEY=VALUE[,KEY=VALUE...]`` -> (NAME, {KEY: VALUE}); raises ValueError."""
+  name, sep, pairs = text.partition(":")
+  if not sep or not name or not pairs:
+    raise ValueError(f"{text!r} is not NAME:KEY=VALUE[,KEY=VALUE...]")
+  env = {}
+  for pair in pairs.split(","):
+    key, eq, value = pair.partition("=")
+    if not eq or not key:
+      raise ValueError(f"{text!r}: {pair!r} is not KEY=VALUE")
+    env[key] = value
+  return name, env
+
+
+def measure(command: list[str], threads: int, timeout: float,
+            env: dict | None = None) -> tuple[float, float] | None:
   """The chief's (median tokens/s, peak memory in MB), or None (with the reason printed) if
-  the run failed."""
+  the run failed; ``env`` adds environment variables to the run."""
   try:
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                            env=environment(threads), cwd=ROOT)
+                            env=environment(threads, env), cwd=ROOT)
   except subprocess.TimeoutExpired:
     print(f"  timed out: {' '.join(command[:6])} ...", file=sys.stderr)
     return None
@@ -128,7 +145,15 @@ def main() -> int:
   parser.add_argument("--mpi_arg", action="append", default=[],
                       help="An extra mpiexec argument for the Horovod runs (repeatable), e.g. "
                            "--mpi_arg=--mca --mpi_arg=mpi_yield_when_idle --mpi_arg=1.")
+  parser.add_argument("--multi_worker_variant", action="append", default=[],
+                      metavar="NAME:KEY=VALUE[,KEY=VALUE]",
+                      help="One more multi-worker row, run with these environment variables "
+                           "(repeatable), e.g. pack16:OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB=16.")
   args = parser.parse_args()
+  try:
+    variants = [parse_variant(text) for text in args.multi_worker_variant]
+  except ValueError as e:
+    parser.error(f"--multi_worker_variant: {e}")
   bad = [pair for pair in args.horovod_env if "=" not in pair]
   if bad:
     parser.error(f"--horovod_env: {bad[0]!r} is not KEY=VALUE")
@@ -152,16 +177,19 @@ def main() -> int:
     base = run_args(data, args)
     one_core = ["taskset", "-c", str(cores[0])]
     n_cores = ["taskset", "-c", ",".join(map(str, cores[:n]))]
-    runs = [("single (baseline)", 1, 1, one_core + [sys.executable] + base)]
+    runs = [("single (baseline)", 1, 1, one_core + [sys.executable] + base, {})]
     if "wide" in wanted:
       runs.append((f"wide ({n} threads, {n}x batch)", n, n,
-                   n_cores + [sys.executable] + run_args(data, args, scale=n)))
+                   n_cores + [sys.executable] + run_args(data, args, scale=n), {}))
     if "towers" in wanted:
-      runs.append(("towers", n, n, n_cores + [sys.executable] + base + [f"--cpu_towers={n}"]))
+      runs.append(("towers", n, n, n_cores + [sys.executable] + base + [f"--cpu_towers={n}"],
+                   {}))
+    launch = [sys.executable, "-m", "open_seq2seq.launch", "-np", str(n), "--bind_cores",
+              "--timeout", str(args.timeout)] + base
     if "multi-worker" in wanted:
-      runs.append(("multi-worker", n, 1,
-                   [sys.executable, "-m", "open_seq2seq.launch", "-np", str(n), "--bind_cores",
-                    "--timeout", str(args.timeout)] + base))
+      runs.append(("multi-worker", n, 1, launch, {}))
+    for name, env in variants:
+      runs.append((f"multi-worker ({name})", n, 1, launch, env))
     sizes = sorted(({1} if "horovod1" in wanted else set()) |
                    ({n} if "horovod" in wanted else set()))
     if sizes and have_horovod:
@@ -170,15 +198,15 @@ def main() -> int:
                      ["mpiexec", "--oversubscribe", "-np", str(size), "--bind-to", "core",
                       *args.mpi_arg, "-x", "TF_NUM_INTRAOP_THREADS",
                       *[x for pair in args.horovod_env for x in ("-x", pair)],
-                      sys.executable] + base + ["--use_horovod=True"]))
+                      sys.executable] + base + ["--use_horovod=True"], {}))
     elif sizes:
       print("horovod: not installed (scripts/install_horovod.sh), skipped", file=sys.stderr)
     rounds: dict[str, list] = {name: [] for name, *_ in runs}
     for round_index in range(args.repeat):
-      for name, replicas, threads, command in runs:
+      for name, replicas, threads, command, env in runs:
         print(f"round {round_index + 1}: {name} ({replicas} replica(s)) ...", file=sys.stderr,
               flush=True)
-        figures = measure(command, threads, args.timeout)
+        figures = measure(command, threads, args.timeout, env)
         print(f"  {figures} (tokens/s, peak MB)", file=sys.stderr, flush=True)
         rounds[name].append(figures)
     results = [(name, replicas, summarize(rounds[name])) for name, replicas, *_ in runs]

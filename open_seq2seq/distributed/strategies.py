@@ -36,12 +36,35 @@ TIMEOUT_VAR = "OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT"
 #: eval pass.
 DEFAULT_COLLECTIVE_TIMEOUT = 1800.0
 
+PACK_VAR = "OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB"
+#: Gradients are all-reduced in packs of about this many MB, in the reverse order of the
+#: variables (the order the backward pass produces them), so a pack's all-reduce runs while
+#: the backward pass computes the next; 0 puts every gradient into one pack, which waits for
+#: the whole backward pass.
+DEFAULT_PACK_MB = 0.0
+
 #: Where cross-replica sums land (as ``strategy.reduce`` does outside any device scope).
 _HOST = "/device:CPU:0"
 
 #: TensorFlow errors raised in a process whose peer died or cannot be reached.
 _LOST_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
                      tf.errors.CancelledError, tf.errors.AbortedError)
+
+
+def pack_bytes() -> int:
+  """The all-reduce pack size of a multi-worker job, in bytes (``OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB``,
+  else :data:`DEFAULT_PACK_MB`)."""
+  text = os.environ.get(PACK_VAR)
+  if text is None:
+    return int(DEFAULT_PACK_MB * 2**20)
+  try:
+    megabytes = float(text)
+  except ValueError:
+    megabytes = -1.0
+  if not megabytes >= 0:
+    raise ConfigError(f"{PACK_VAR}={text!r}: give the all-reduce pack size in MB, a number "
+                      ">= 0 (0: one pack)")
+  return int(megabytes * 2**20)
 
 
 # ---------------------------------------------------------------------- devices
@@ -103,6 +126,11 @@ class StrategyBackend(Backend):
     return self.strategy.distribute_datasets_from_function(
         lambda context: dataset_fn(context.num_input_pipelines, context.input_pipeline_id))
 
+  def _sum_destination(self, value: Any) -> Any:
+    """Where the cross-replica sum of ``value`` lands."""
+    del value
+    return _HOST
+
   def reduce_sum(self, value: Any) -> Any:
     # One batched all-reduce per dtype for the whole step (gradients, loss sum, weight,
     # tokens): strategy.reduce would issue one collective per tensor (or fail on nested
@@ -115,7 +143,8 @@ class StrategyBackend(Backend):
     out: list = [None] * len(flat)
     for indices in by_dtype.values():
       reduced = self.strategy.extended.batch_reduce_to(
-          tf.distribute.ReduceOp.SUM, [(flat[i], _HOST) for i in indices])
+          tf.distribute.ReduceOp.SUM, [(flat[i], self._sum_destination(flat[i]))
+                                       for i in indices])
       for i, total in zip(indices, reduced):
         out[i] = self.strategy.experimental_local_results(total)[0]
     return tf.nest.pack_sequence_as(value, out)
@@ -151,7 +180,8 @@ class MultiWorkerBackend(StrategyBackend):
                       if tf.config.list_physical_devices("GPU")
                       else tf.distribute.experimental.CommunicationImplementation.RING)
     options = tf.distribute.experimental.CommunicationOptions(
-        implementation=implementation, timeout_seconds=timeout)
+        implementation=implementation, timeout_seconds=timeout,
+        bytes_per_pack=pack_bytes())
     try:
       strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     except (tf.errors.OpError, RuntimeError) as e:
@@ -165,6 +195,13 @@ class MultiWorkerBackend(StrategyBackend):
     # Collectives run inside tf.functions: eager ones are slow and warn on MWMS.
     self._gather = tf.function(self._gather_fn, autograph=False)
     self._barrier = tf.function(self._barrier_fn, autograph=False)
+
+  def _sum_destination(self, value: Any) -> Any:
+    # Summed in place (every process's replicas get the sum): TensorFlow batches an
+    # all-reduce into packs only when the destinations are the values' own devices; the
+    # host CPU's name differs from a worker's device name, which would make one collective
+    # per tensor.
+    return value
 
   def _gather_fn(self, value):
     return self.strategy.gather(value, axis=0)

@@ -4,6 +4,8 @@ import argparse
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "scripts"))
 import benchmark_scaling  # noqa: E402  pylint: disable=wrong-import-position
@@ -42,3 +44,13 @@ def test_summary_is_the_median_over_the_rounds_that_ran():
   summary = benchmark_scaling.summarize([(100.0, 900.0), None, (300.0, 1100.0), (200.0, 1000.0)])
   assert summary == {"tokens": 200.0, "peak_mb": 1000.0, "rounds": [100.0, 300.0, 200.0]}
   assert benchmark_scaling.summarize([None, None]) is None
+
+
+def test_multi_worker_variants_name_their_environment():
+  assert benchmark_scaling.parse_variant("pack16:A=16,B=x=y") == ("pack16", {"A": "16",
+                                                                            "B": "x=y"})
+  for bad in ("pack16", ":A=1", "pack16:", "pack16:A", "pack16:=1"):
+    with pytest.raises(ValueError, match="NAME:KEY=VALUE|is not KEY=VALUE"):
+      benchmark_scaling.parse_variant(bad)
+  env = benchmark_scaling.environment(1, {"OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB": "16"})
+  assert env["OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB"] == "16" and env["TF_NUM_INTRAOP_THREADS"] == "1"
