@@ -8,6 +8,8 @@
   worker is detected by TensorFlow's coordination-service heartbeats (seconds), and any
   collective is also bounded by ``OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT`` seconds (default 1800), so
   the job stops with :class:`open_seq2seq.errors.WorkerLostError` instead of hanging.
+  ``OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB`` splits the gradients' all-reduce into packs of that many
+  MB, which overlap the backward pass (default: one pack).
 
 Variables are created under the strategy's scope; the multi-worker strategy broadcasts their
 initial values from the chief when they are created, so every worker starts identical.
@@ -40,7 +42,8 @@ PACK_VAR = "OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB"
 #: Gradients are all-reduced in packs of about this many MB, in the reverse order of the
 #: variables (the order the backward pass produces them), so a pack's all-reduce runs while
 #: the backward pass computes the next; 0 puts every gradient into one pack, which waits for
-#: the whole backward pass.
+#: the whole backward pass (TensorFlow's default). On 2 CPU workers of the Bible Transformer
+#: 32 MB packs measured the same as one pack (docs/benchmarks.md); the overlap is for GPUs.
 DEFAULT_PACK_MB = 0.0
 
 #: Where cross-replica sums land (as ``strategy.reduce`` does outside any device scope).
@@ -126,11 +129,6 @@ class StrategyBackend(Backend):
     return self.strategy.distribute_datasets_from_function(
         lambda context: dataset_fn(context.num_input_pipelines, context.input_pipeline_id))
 
-  def _sum_destination(self, value: Any) -> Any:
-    """Where the cross-replica sum of ``value`` lands."""
-    del value
-    return _HOST
-
   def reduce_sum(self, value: Any) -> Any:
     # One batched all-reduce per dtype for the whole step (gradients, loss sum, weight,
     # tokens): strategy.reduce would issue one collective per tensor (or fail on nested
@@ -143,8 +141,7 @@ class StrategyBackend(Backend):
     out: list = [None] * len(flat)
     for indices in by_dtype.values():
       reduced = self.strategy.extended.batch_reduce_to(
-          tf.distribute.ReduceOp.SUM, [(flat[i], self._sum_destination(flat[i]))
-                                       for i in indices])
+          tf.distribute.ReduceOp.SUM, [(flat[i], _HOST) for i in indices])
       for i, total in zip(indices, reduced):
         out[i] = self.strategy.experimental_local_results(total)[0]
     return tf.nest.pack_sequence_as(value, out)
@@ -195,13 +192,6 @@ class MultiWorkerBackend(StrategyBackend):
     # Collectives run inside tf.functions: eager ones are slow and warn on MWMS.
     self._gather = tf.function(self._gather_fn, autograph=False)
     self._barrier = tf.function(self._barrier_fn, autograph=False)
-
-  def _sum_destination(self, value: Any) -> Any:
-    # Summed in place (every process's replicas get the sum): TensorFlow batches an
-    # all-reduce into packs only when the destinations are the values' own devices; the
-    # host CPU's name differs from a worker's device name, which would make one collective
-    # per tensor.
-    return value
 
   def _gather_fn(self, value):
     return self.strategy.gather(value, axis=0)

@@ -42,17 +42,19 @@ if HOROVOD_MISSING:
 needs_horovod = pytest.mark.skipif(HOROVOD_MISSING is not None, reason=str(HOROVOD_MISSING))
 needs_mpiexec = pytest.mark.skipif(not h.have_mpiexec(), reason="mpiexec not found")
 
-#: name -> (how the processes start, extra run.py arguments, marks)
+#: name -> (how the processes start, extra run.py arguments, environment, marks)
 BACKENDS = {
-    "towers": ("single", ["--cpu_towers=2"], []),
-    "multi_worker": ("launch", [], []),
-    "multi_worker_mpiexec": ("mpiexec", [], [needs_mpiexec]),
-    "horovod": ("mpiexec", ["--use_horovod=True"], [needs_horovod]),
+    "towers": ("single", ["--cpu_towers=2"], {}, []),
+    "multi_worker": ("launch", [], {}, []),
+    # the toy's gradients (~0.2 MB) all-reduced in many small packs rather than one
+    "multi_worker_packs": ("launch", [], {"OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB": "0.02"}, []),
+    "multi_worker_mpiexec": ("mpiexec", [], {}, [needs_mpiexec]),
+    "horovod": ("mpiexec", ["--use_horovod=True"], {}, [needs_horovod]),
 }
 
 
 def _params(*names):
-  return [pytest.param(BACKENDS[name][:2], id=name, marks=BACKENDS[name][2]) for name in names]
+  return [pytest.param(BACKENDS[name][:3], id=name, marks=BACKENDS[name][3]) for name in names]
 
 
 @pytest.fixture(scope="module")
@@ -86,15 +88,15 @@ def _loss_lines(stdout):
           if "| loss" in line]
 
 
-@pytest.mark.parametrize("backend", _params("towers", "multi_worker", "multi_worker_mpiexec",
-                                            "horovod"))
+@pytest.mark.parametrize("backend", _params("towers", "multi_worker", "multi_worker_packs",
+                                            "multi_worker_mpiexec", "horovod"))
 def test_training_matches_one_process_with_the_same_global_batch(setup, reference, backend,
                                                                  tmp_path):
-  launcher, extra = backend
+  launcher, extra, env = backend
   _, config = setup
   logdir = str(tmp_path / "run")
   result = _check(h.run(launcher, _args(config, logdir, "train", "--batch_size_per_gpu=8",
-                                        *extra)))
+                                        *extra), env=env))
   assert "2 replica(s)" in result.stdout
   assert _loss_lines(result.stdout) == _loss_lines(reference[1])  # chief alone prints them
   assert h.max_difference(h.weights(logdir), h.weights(reference[0])) < WEIGHT_TOLERANCE
@@ -104,7 +106,7 @@ def test_training_matches_one_process_with_the_same_global_batch(setup, referenc
 @pytest.mark.parametrize("backend", _params("multi_worker", "horovod"))
 def test_iter_size_under_distribution(setup, reference, backend, tmp_path):
   """2 workers x batch 4 x iter_size 2 = one process with batch 16."""
-  launcher, extra = backend
+  launcher, extra, _ = backend
   _, config = setup
   logdir = str(tmp_path / "run")
   _check(h.run(launcher, _args(config, logdir, "train", "--batch_size_per_gpu=4",
@@ -131,7 +133,7 @@ def test_eval_and_infer_split_over_workers_give_single_process_outputs(
     setup, reference, reference_outputs, backend, tmp_path):
   # 43 examples in batches of 7: two workers read 22 and 21 (4 and 3 batches), towers
   # run 7 batches on 2 devices; the padding replicas' outputs must be dropped.
-  launcher, extra = backend
+  launcher, extra, _ = backend
   _, config = setup
   eval_line, predictions = _eval_and_infer(launcher, config, reference[0],
                                            str(tmp_path / "infer.txt"), extra)

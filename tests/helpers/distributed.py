@@ -168,9 +168,11 @@ def command(launcher: str, args: list[str]) -> list[str]:
   raise ValueError(launcher)
 
 
-def run(launcher: str, args: list[str], timeout: float = 420) -> subprocess.CompletedProcess:
+def run(launcher: str, args: list[str], timeout: float = 420,
+        env: dict | None = None) -> subprocess.CompletedProcess:
+  """Runs ``run.py ARGS`` as ``command`` starts it; ``env`` adds environment variables."""
   return subprocess.run(command(launcher, args), capture_output=True, text=True,
-                        timeout=timeout, env=environment(), cwd=ROOT)
+                        timeout=timeout, env=environment(**(env or {})), cwd=ROOT)
 
 
 def weights(logdir: str) -> dict[str, np.ndarray]:

@@ -1,5 +1,7 @@
-"""Backend hooks that need no second process: eval batching and error translation."""
+"""Backend hooks that need no second process: eval batching, error translation and the
+all-reduce pack size."""
 
+import pytest
 import tensorflow as tf
 
 from open_seq2seq import errors
@@ -61,3 +63,16 @@ def test_horovod_errors_become_worker_lost_errors():
   assert str(translated).startswith("rank 1: Horovod stopped, another rank probably died "
                                     "(rank 0 exited)")
   assert backend.translate_error(ValueError("a bug")) is None
+
+
+def test_all_reduce_pack_size_comes_from_the_environment(monkeypatch):
+  monkeypatch.delenv(strategies.PACK_VAR, raising=False)
+  assert strategies.pack_bytes() == int(strategies.DEFAULT_PACK_MB * 2**20)
+  monkeypatch.setenv(strategies.PACK_VAR, "16")
+  assert strategies.pack_bytes() == 16 * 2**20
+  monkeypatch.setenv(strategies.PACK_VAR, "0")
+  assert strategies.pack_bytes() == 0
+  for bad in ("-1", "lots", "nan"):
+    monkeypatch.setenv(strategies.PACK_VAR, bad)
+    with pytest.raises(errors.ConfigError, match="OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB=.*MB"):
+      strategies.pack_bytes()
