@@ -4,15 +4,19 @@
 # model of ../shared/bench/peer_opennmt_tf.sh (d_model 512, 8 heads, FFN 2048, 2+2 layers,
 # pre-norm, per-side vocabularies) for STEPS steps into a checkpoint, then translates the first
 # SENTENCES test verses with beam 4, length penalty 0.6 (OpenNMT-tf's is GNMT's, as ours) and
-# at least MIN_LENGTH pieces per hypothesis, 64 sentences per batch in file order, and prints
-# sentences/s after the first batch (which includes tracing) and the mean hypothesis length.
+# MIN_LENGTH to MAX_LENGTH pieces per hypothesis, 64 sentences per batch in file order, and
+# prints sentences/s after the first batch (which includes tracing) and the mean hypothesis
+# length. A briefly trained OpenNMT-tf model never ends a hypothesis by itself (it runs to
+# MAX_LENGTH, 250 by default): to time it on the lengths our briefly trained model produces,
+# set MAX_LENGTH to their mean (benchmark_translation.py prints it).
 #   Usage: scripts/peer_opennmt_tf_beam.sh DATADIR [SENTENCES=256] [MIN_LENGTH=32] [STEPS=1]
+#          [MAX_LENGTH=250]
 # DATADIR is ../shared/bench/get_bible_en_es.sh's output (train.sp.{en,es}, test.sp.en,
 # vocab.{en,es}). Env: VENV_DIR (default /tmp/peer-venvs/onmt; created with tensorflow-cpu
 # 2.13.1, opennmt-tf 2.32.0, tensorflow-addons 0.21.0 if missing), RUN_DIR.
 set -euo pipefail
-DATA=$(cd "${1:?usage: $0 DATADIR [SENTENCES] [MIN_LENGTH] [STEPS]}" && pwd)
-SENTENCES=${2:-256}; MIN_LENGTH=${3:-32}; STEPS=${4:-1}
+DATA=$(cd "${1:?usage: $0 DATADIR [SENTENCES] [MIN_LENGTH] [STEPS] [MAX_LENGTH]}" && pwd)
+SENTENCES=${2:-256}; MIN_LENGTH=${3:-32}; STEPS=${4:-1}; MAX_LENGTH=${5:-250}
 VENV_DIR=${VENV_DIR:-/tmp/peer-venvs/onmt}
 RUN_DIR=${RUN_DIR:-$(mkdir -p /tmp/peer-runs && mktemp -d /tmp/peer-runs/onmt-beam.XXXX)}
 mkdir -p "$RUN_DIR"
@@ -49,6 +53,7 @@ params:
   beam_width: 4
   length_penalty: 0.6
   minimum_decoding_length: $MIN_LENGTH
+  maximum_decoding_length: $MAX_LENGTH
 train:
   batch_size: 4096
   batch_type: tokens
