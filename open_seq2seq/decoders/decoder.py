@@ -8,6 +8,11 @@ from open_seq2seq.utils.params import Param
 #: ``decoder_params/min_decode_length`` of every decoder that searches (greedy or beam).
 MIN_DECODE_LENGTH = Param(int, 0, "Inference: no hypothesis ends before this many tokens "
                           "(0: no minimum; e.g. to time decoding at one length).")
+#: ``decoder_params/beam_stop`` of every decoder with a beam search.
+BEAM_STOP = Param(str, "bound", "When a beam search stops before the length limit: 'bound' "
+                  "(exact: no alive hypothesis can still win) or 'current' (as fairseq/"
+                  "OpenNMT-tf: the best alive one does not win at its current length).",
+                  choices=("bound", "current"))
 
 
 class Decoder(LayerComponent):

@@ -36,7 +36,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.decoders.decoder import MIN_DECODE_LENGTH, Decoder
+from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, Decoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.rnns.attention import (AttentionDecoderCell, AttentionMemory,
@@ -103,6 +103,7 @@ class RNNDecoderWithAttention(Decoder):
       "extra_decode_length": Param(int, 0, "Inference decodes at most 2 * source length + "
                                    "this many tokens per example."),
       "min_decode_length": MIN_DECODE_LENGTH,
+      "beam_stop": BEAM_STOP,
       "use_swap_memory": Param(bool, False, "Ignored: TF 2 while loops do not swap their "
                                "activations to host memory (tf.while_loop drops swap_memory)."),
       "time_major": Param(bool, False, "Ignored: tensors stay batch-major (a TF 1 layout "
@@ -336,7 +337,7 @@ class RNNDecoderWithAttention(Decoder):
       result = beam_search.beam_search(
           step, go, beam_width, decode_lengths, self.vocab_size, alpha, p["END_SYMBOL"],
           states=state, pad_id=p["PAD_SYMBOL"], coverage_penalty=beta,
-          min_length=p["min_decode_length"],
+          min_length=p["min_decode_length"], stop=p["beam_stop"],
           coverage_fn=lambda s: beam_search.coverage_score(s["coverage"], memory.mask))
       ids, scores, lengths = result.ids[:, 0], result.scores[:, 0], result.lengths[:, 0]
     return {"outputs": ids, "final_sequence_lengths": lengths, "scores": scores}

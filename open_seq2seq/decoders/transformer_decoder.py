@@ -9,7 +9,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.decoders.decoder import MIN_DECODE_LENGTH, Decoder
+from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, Decoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.transformer.attention import Attention, SelfAttention
@@ -106,6 +106,7 @@ class TransformerDecoder(Decoder):
       "extra_decode_length": Param(int, 50,
                                    "Decode at most source length + this many tokens."),
       "min_decode_length": MIN_DECODE_LENGTH,
+      "beam_stop": BEAM_STOP,
       "EOS_ID": Param(int, 3, "Ignored: every decoder stops at END_SYMBOL, the end id of the "
                       "data layer's vocabulary (OpenSeq2Seq's beam search alone read EOS_ID)."),
       "GO_SYMBOL": Param(int, 2, "Id fed as the first decoder input."),
@@ -294,6 +295,7 @@ class TransformerDecoder(Decoder):
       result = beam_search.beam_search(step, go, beam_size, decode_lengths, self.vocab_size,
                                        p["alpha"], p["END_SYMBOL"], states=cache,
                                        pad_id=p["PAD_SYMBOL"],
-                                       min_length=p["min_decode_length"])
+                                       min_length=p["min_decode_length"],
+                                       stop=p["beam_stop"])
       ids, scores, lengths = result.ids[:, 0], result.scores[:, 0], result.lengths[:, 0]
     return {"outputs": ids, "final_sequence_lengths": lengths, "scores": scores}

@@ -28,6 +28,9 @@ from typing import Any, Callable, NamedTuple
 
 import tensorflow as tf
 
+#: ``stop`` rules of :func:`beam_search`.
+STOP_RULES = ("bound", "current")
+
 _NEG_INF = float("-inf")
 
 StepFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
@@ -137,7 +140,8 @@ def _merge_finished(alive_seq: tf.Tensor, candidates: tf.Tensor, ends: tf.Tensor
 def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size: int,
                 decode_length: Any, vocab_size: int | None, alpha: float, eos_id: int,
                 states: Any = None, pad_id: int = 0, coverage_penalty: float = 0.0,
-                coverage_fn: CoverageFn | None = None, min_length: int = 0) -> DecodeResult:
+                coverage_fn: CoverageFn | None = None, min_length: int = 0,
+                stop: str = "bound") -> DecodeResult:
   """Length-penalised beam search keeping alive and finished hypotheses apart.
 
   At each step every alive hypothesis is extended by every token. Extensions by ``eos_id``
@@ -174,13 +178,24 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
     min_length: no hypothesis ends (by ``eos_id``) before it has this many tokens, unless
       its ``decode_length`` is shorter (OpenNMT-tf's ``minimum_decoding_length``, fairseq's
       ``--min-len``).
+    stop: when an example is done, besides its length limit. ``"bound"`` (exact, as
+      above): no alive hypothesis can still beat the worst kept finished one, its score
+      bounded with the penalty of the longest allowed length, so with ``alpha`` > 0 the
+      search runs on for as long as a longer hypothesis might win. ``"current"``: the best
+      alive hypothesis, scored with its current length's penalty, does not beat the worst
+      kept finished one (the heuristic of fairseq's and OpenNMT-tf's searches, which stop
+      once the beam has finished): much shorter searches, and a different result only when
+      a hypothesis would overtake the finished ones later.
 
   Returns:
     :class:`DecodeResult` with ids [batch, beam, time], best first.
 
   Raises:
-    ValueError: a negative ``coverage_penalty``, or one without ``coverage_fn``.
+    ValueError: a negative ``coverage_penalty``, or one without ``coverage_fn``, or an
+      unknown ``stop``.
   """
+  if stop not in STOP_RULES:
+    raise ValueError(f"stop must be one of {', '.join(STOP_RULES)}, got {stop!r}")
   if coverage_penalty < 0:
     raise ValueError(f"coverage_penalty must be >= 0, got {coverage_penalty}")
   if coverage_penalty and coverage_fn is None:
@@ -228,9 +243,12 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
 
   def cond(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_lengths,
            states):
-    # Best reachable score of an alive hypothesis: its log-prob over the largest penalty
-    # it could still get (lp is monotonic in the length, so one of the two ends).
-    penalty = tf.maximum(length_penalty(i + 1, alpha), best_penalty_at_max)
+    if stop == "bound":
+      # Best reachable score of an alive hypothesis: its log-prob over the largest penalty
+      # it could still get (lp is monotonic in the length, so one of the two ends).
+      penalty = tf.maximum(length_penalty(i + 1, alpha), best_penalty_at_max)
+    else:  # its score as it stands, at its current length (i tokens, at least 1)
+      penalty = length_penalty(tf.maximum(i, 1), alpha)
     best_alive = alive_log_probs[:, 0] / penalty
     done = tf.logical_or(finished_scores[:, -1] >= best_alive, i >= max_lengths)
     return tf.logical_and(i < max_steps, tf.logical_not(tf.reduce_all(done)))

@@ -221,3 +221,37 @@ def test_beam_search_inside_tf_function():
   np.testing.assert_allclose(beam.scores.numpy(), eager_beam.scores.numpy(), rtol=1e-6)
   for b, max_len in enumerate([4, 3]):
     assert trim(greedy.ids[b].numpy(), greedy.lengths[b]) == numpy_greedy(tables[b], max_len)
+
+
+def _run_with_stop(tables, alpha, stop, max_len=30, beam_size=3):
+  batch = tables.shape[0]
+  return beam_search(table_step_fn(tables), tf.fill([batch], GO), beam_size, max_len, VOCAB,
+                     alpha, EOS, states=initial_states(batch), pad_id=PAD, stop=stop)
+
+
+def test_current_length_stop_rule_ends_sooner_with_consistent_scores():
+  """With alpha > 0 the exact rule keeps searching while a longer hypothesis could still win
+  under the larger penalty of a longer length; 'current' stops once the best alive one does
+  not win at its present length: fewer steps, and its scores still match its sequences."""
+  tables = make_tables(seed=7, batch=3, scale=1.0)
+  tables[..., EOS] += 2.5  # hypotheses finish early, but not at once
+  exact = [t.numpy() for t in _run_with_stop(tables, 0.6, "bound")]
+  quick = [t.numpy() for t in _run_with_stop(tables, 0.6, "current")]
+  assert quick[0].shape[2] < exact[0].shape[2]  # the time axis is the steps run
+  ids, scores, lengths = quick
+  for b in range(3):
+    for k in range(3):
+      seq = trim(ids[b, k], lengths[b, k])
+      np.testing.assert_allclose(scores[b, k], gnmt_score(tables[b], seq, 0.6), rtol=1e-5)
+    assert scores[b, 0] <= exact[1][b, 0] + 1e-5  # never better than the exact search
+
+
+def test_stop_rules_agree_without_a_length_penalty():
+  tables = make_tables(seed=8, batch=2, scale=1.0)
+  tables[..., EOS] += 2.0
+  exact = [t.numpy() for t in _run_with_stop(tables, 0.0, "bound")]
+  quick = [t.numpy() for t in _run_with_stop(tables, 0.0, "current")]
+  for a, b in zip(exact, quick):
+    np.testing.assert_array_equal(a, b)
+  with pytest.raises(ValueError, match="stop must be one of bound, current"):
+    _run_with_stop(tables, 0.0, "greedy")

@@ -67,8 +67,10 @@ base_params = {
     "encoder": TransformerEncoder,
     "encoder_params": dict(_transformer, encoder_layers=2),
     "decoder": TransformerDecoder,
+    # beam_stop "current": the search ends once its beam has finished, as fairseq's and
+    # OpenNMT-tf's do (about 2x the sentences/s of the exact "bound", docs/benchmarks.md)
     "decoder_params": dict(_transformer, num_hidden_layers=2, beam_size=4, alpha=0.6,
-                           extra_decode_length=50, tie_weights=False),
+                           extra_decode_length=50, tie_weights=False, beam_stop="current"),
     "loss": PaddedCrossEntropyLossWithSmoothing,
     "loss_params": {"label_smoothing": 0.1},
 }
