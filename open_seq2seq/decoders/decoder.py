@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from open_seq2seq.parts.beam_search import STOP_RULES
 from open_seq2seq.utils.component import LayerComponent
 from open_seq2seq.utils.params import Param
 
@@ -12,7 +13,7 @@ MIN_DECODE_LENGTH = Param(int, 0, "Inference: no hypothesis ends before this man
 BEAM_STOP = Param(str, "bound", "When a beam search stops before the length limit: 'bound' "
                   "(exact: no alive hypothesis can still win) or 'current' (as fairseq/"
                   "OpenNMT-tf: the best alive one does not win at its current length).",
-                  choices=("bound", "current"))
+                  choices=STOP_RULES)
 
 
 class Decoder(LayerComponent):
