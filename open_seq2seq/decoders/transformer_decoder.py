@@ -15,6 +15,7 @@ from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.transformer.attention import Attention, SelfAttention
 from open_seq2seq.parts.transformer.embedding_layer import EmbeddingSharedWeights
 from open_seq2seq.parts.transformer.ffn_layer import FeedForwardNetwork
+from open_seq2seq.parts.transformer.kv_store import KeyValueStore
 from open_seq2seq.parts.transformer.normalization import make_norm
 from open_seq2seq.parts.dropout import dropout, dropout_seed_generator
 from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
@@ -268,34 +269,36 @@ class TransformerDecoder(Decoder):
     positions = tf.cast(
         get_position_encoding(tf.reduce_max(decode_lengths) + 1, p["hidden_size"]),
         self.compute_dtype)
-    # Memory keys/values are computed once (before tiling) and captured by the step
-    # function; only the growing self-attention cache is reordered between beams.
+    # Memory keys/values are computed once and captured by the step function, not tiled:
+    # the beam_size hypotheses of an example attend to them together. Self-attention
+    # keys/values go to one store (kv_store.py): the search reorders only each
+    # hypothesis' row indices into it.
     memory_kv = [layer.encdec_attention.memory_kv(memory) for layer in self.decoder_layers]
-    if beam_size > 1:
-      memory_kv, memory_bias = beam_search.tile_beam((memory_kv, memory_bias), beam_size)
-    cache = [layer.self_attention.empty_cache(batch_size, self.compute_dtype)
-             for layer in self.decoder_layers]
+    store = KeyValueStore(len(self.decoder_layers), p["num_heads"],
+                          p["hidden_size"] // p["num_heads"])
+    buffer = store.buffer(batch_size * beam_size, tf.reduce_max(decode_lengths),
+                          self.compute_dtype)
+    states = {"rows": store.initial_rows(batch_size)}
 
-    def step(ids, i, cache):
+    def step(ids, i, states, buffer):
+      cache, rows = store.step(buffer, states["rows"], i)
       x = embedding(ids[:, None]) + positions[i]
-      new_cache = []
-      for layer, layer_cache, layer_kv in zip(self.decoder_layers, cache, memory_kv):
-        x, layer_cache = layer(x, None, None, memory_bias, cache=layer_cache,
-                               memory_kv=layer_kv, training=False)
-        new_cache.append(layer_cache)
-      return self._logits(x[:, 0], embedding), new_cache
+      for layer, layer_kv in zip(self.decoder_layers, memory_kv):
+        x, cache = layer(x, None, None, memory_bias, cache=cache, memory_kv=layer_kv,
+                         training=False)
+      return self._logits(x[:, 0], embedding), {"rows": rows}, cache.buffer
 
     go = tf.fill([batch_size], p["GO_SYMBOL"])
     if beam_size == 1:
       result = beam_search.greedy_decode(step, go, decode_lengths, p["END_SYMBOL"],
-                                         states=cache, pad_id=p["PAD_SYMBOL"],
-                                         min_length=p["min_decode_length"])
+                                         states=states, pad_id=p["PAD_SYMBOL"],
+                                         min_length=p["min_decode_length"], buffers=buffer)
       ids, scores, lengths = result
     else:
       result = beam_search.beam_search(step, go, beam_size, decode_lengths, self.vocab_size,
-                                       p["alpha"], p["END_SYMBOL"], states=cache,
+                                       p["alpha"], p["END_SYMBOL"], states=states,
                                        pad_id=p["PAD_SYMBOL"],
                                        min_length=p["min_decode_length"],
-                                       stop=p["beam_stop"])
+                                       stop=p["beam_stop"], buffers=buffer)
       ids, scores, lengths = result.ids[:, 0], result.scores[:, 0], result.lengths[:, 0]
     return {"outputs": ids, "final_sequence_lengths": lengths, "scores": scores}

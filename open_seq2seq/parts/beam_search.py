@@ -13,7 +13,11 @@ the last dimension static and relax the others.
 
 Tensors that do not change between steps (encoder outputs) are best captured by the step
 function's closure after :func:`tile_beam`, rather than passed as states that are gathered
-at every step.
+at every step. Tensors the step function updates but that follow no hypothesis (a store of
+keys and values that hypotheses index through their states) are ``buffers``: carried
+through the loop as they are, neither tiled nor reordered, with the step function
+
+    symbols_to_logits_fn(ids, i, states, buffers) -> (logits, new_states, new_buffers)
 
 Scores follow GNMT: ``log P(Y) / lp(|Y|)`` with ``lp(n) = ((5 + n) / 6) ** alpha`` where
 ``|Y|`` counts the generated tokens including the end symbol, plus, with a coverage penalty
@@ -33,7 +37,7 @@ STOP_RULES = ("bound", "current")
 
 _NEG_INF = float("-inf")
 
-StepFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
+StepFn = Callable[..., tuple]
 CoverageFn = Callable[[Any], tf.Tensor]
 #: Smallest attention sum :func:`coverage_score` takes the log of (a source position never
 #: attended to costs log(1e-10) = -23 per unit of beta instead of -inf).
@@ -94,6 +98,13 @@ def _shape_invariant(t: tf.Tensor) -> tf.TensorShape:
   return tf.TensorShape([None] * (shape.rank - 1) + [shape[-1]])
 
 
+def _with_buffers(symbols_to_logits_fn: StepFn, buffers: Any) -> tuple[StepFn, Any]:
+  """The step function in its 4-argument form, and the buffers to carry ({} for none)."""
+  if buffers is not None:
+    return symbols_to_logits_fn, buffers
+  return (lambda ids, i, states, buffers: symbols_to_logits_fn(ids, i, states) + (buffers,)), {}
+
+
 def _decode_lengths(decode_length: Any, batch_size: tf.Tensor) -> tf.Tensor:
   """Scalar or [batch] maximum lengths -> int32 [batch]."""
   decode_length = tf.cast(decode_length, tf.int32)
@@ -115,18 +126,30 @@ def _best_alive(alive_seq: tf.Tensor, candidates: tf.Tensor, ends: tf.Tensor, k:
 
 
 def _merge_finished(alive_seq: tf.Tensor, candidates: tf.Tensor, ends: tf.Tensor,
-                    finished: tuple, i: tf.Tensor, alpha: Any, pad_id: int,
-                    bonus: tf.Tensor | None = None) -> tuple:
-  """The best ``k`` of the kept finished hypotheses and this step's finishing extensions,
-  by length-penalised score plus ``bonus`` [B, K] of the extended (parent) hypothesis (the
-  coverage penalty, or None): (sequences, scores, lengths)."""
+                    any_at_limit: tf.Tensor, eos_id: int, finished: tuple, i: tf.Tensor,
+                    alpha: Any, pad_id: int, bonus: tf.Tensor | None = None) -> tuple:
+  """The best ``k`` of the kept finished hypotheses and this step's finishing extensions
+  (``ends``; the end symbol's alone unless ``any_at_limit``), by length-penalised score plus
+  ``bonus`` [B, K] of the extended (parent) hypothesis (the coverage penalty, or None):
+  (sequences, scores, lengths)."""
   finished_seq, finished_scores, finished_lengths = finished
   batch_size, k, vocab = tf.shape(candidates)[0], finished_scores.shape[1], tf.shape(candidates)[2]
-  penalised = candidates / length_penalty(i + 1, alpha)
-  if bonus is not None:
-    penalised += bonus[:, :, None]  # before choosing: it reorders the finishing extensions
-  finishing = tf.reshape(tf.where(ends, penalised, _NEG_INF), [batch_size, -1])
-  fin_scores, fin_index = tf.math.top_k(finishing, k)
+  penalty = length_penalty(i + 1, alpha)
+  # the bonus counts before choosing: it reorders the finishing extensions
+  bonus = tf.zeros_like(finished_scores) if bonus is None else bonus
+
+  def every_extension():
+    penalised = candidates / penalty + bonus[:, :, None]
+    return tuple(tf.math.top_k(tf.reshape(tf.where(ends, penalised, _NEG_INF), [batch_size, -1]),
+                               k))
+
+  def end_symbol_only():
+    # The same choice among the K extensions by the end symbol instead of all K * vocab
+    # (the others cannot finish), in the same order: top_k keeps the lower index first.
+    scores, beam = tf.math.top_k(candidates[:, :, eos_id] / penalty + bonus, k)
+    return scores, beam * vocab + eos_id
+
+  fin_scores, fin_index = tf.cond(any_at_limit, every_extension, end_symbol_only)
   fin_seq = tf.concat([_gather_beams(alive_seq, fin_index // vocab),
                        (fin_index % vocab)[:, :, None]], 2)
   old_seq = tf.pad(finished_seq, [[0, 0], [0, 0], [0, 1]], constant_values=pad_id)
@@ -141,7 +164,7 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
                 decode_length: Any, vocab_size: int | None, alpha: float, eos_id: int,
                 states: Any = None, pad_id: int = 0, coverage_penalty: float = 0.0,
                 coverage_fn: CoverageFn | None = None, min_length: int = 0,
-                stop: str = "bound") -> DecodeResult:
+                stop: str = "bound", buffers: Any = None) -> DecodeResult:
   """Length-penalised beam search keeping alive and finished hypotheses apart.
 
   At each step every alive hypothesis is extended by every token. Extensions by ``eos_id``
@@ -186,6 +209,8 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
       kept finished one (the heuristic of fairseq's and OpenNMT-tf's searches, which stop
       once the beam has finished): much shorter searches, and a different result only when
       a hypothesis would overtake the finished ones later.
+    buffers: nested tensors carried through the loop as they are (see the module
+      docstring); None: the step function takes and returns no buffers.
 
   Returns:
     :class:`DecodeResult` with ids [batch, beam, time], best first.
@@ -200,6 +225,7 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
     raise ValueError(f"coverage_penalty must be >= 0, got {coverage_penalty}")
   if coverage_penalty and coverage_fn is None:
     raise ValueError("coverage_penalty needs a coverage_fn")
+  step_fn, buffers = _with_buffers(symbols_to_logits_fn, buffers)
   initial_ids = tf.cast(initial_ids, tf.int32)
   batch_size = tf.shape(initial_ids)[0]
   k = beam_size
@@ -217,17 +243,17 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
   finished_lengths = tf.zeros([batch_size, k], tf.int32)
 
   def body(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_lengths,
-           states):
+           states, buffers):
     flat_ids = tf.reshape(alive_seq[:, :, -1], [-1])
-    logits, new_states = symbols_to_logits_fn(flat_ids, i, states)
+    logits, new_states, buffers = step_fn(flat_ids, i, states, buffers)
     logits = tf.cast(logits, tf.float32)
     vocab = vocab_size or logits.shape[-1] or tf.shape(logits)[-1]
     log_probs = tf.nn.log_softmax(tf.reshape(logits, [batch_size, k, vocab]))
     is_eos = tf.equal(tf.range(vocab), eos_id)[None, None, :]
     log_probs = _forbid_early_end(log_probs, is_eos, i, min_length)
     candidates = alive_log_probs[:, :, None] + log_probs  # [B, K, V]
-    at_limit = tf.greater_equal(i + 1, max_lengths)[:, None, None]
-    ends = tf.logical_or(is_eos, at_limit)  # [B, 1|K, V] extensions that finish
+    at_limit = tf.greater_equal(i + 1, max_lengths)  # [B]
+    ends = tf.logical_or(is_eos, at_limit[:, None, None])  # [B, 1|K, V] extensions that finish
     new_alive_seq, new_alive_log_probs, beam_index = _best_alive(alive_seq, candidates, ends, k)
     bonus = None
     if coverage_penalty:
@@ -236,13 +262,13 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
       bonus = coverage_penalty * tf.reshape(coverage, [batch_size, k])
     flat_beam_index = tf.reshape(beam_index + batch_offsets, [-1])
     new_states = tf.nest.map_structure(lambda s: tf.gather(s, flat_beam_index), new_states)
-    finished = _merge_finished(alive_seq, candidates, ends, (finished_seq, finished_scores,
-                                                            finished_lengths), i, alpha, pad_id,
-                               bonus)
-    return (i + 1, new_alive_seq, new_alive_log_probs) + finished + (new_states,)
+    finished = _merge_finished(alive_seq, candidates, ends, tf.reduce_any(at_limit), eos_id,
+                               (finished_seq, finished_scores, finished_lengths), i, alpha,
+                               pad_id, bonus)
+    return (i + 1, new_alive_seq, new_alive_log_probs) + finished + (new_states, buffers)
 
   def cond(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_lengths,
-           states):
+           states, buffers):
     if stop == "bound":
       # Best reachable score of an alive hypothesis: its log-prob over the largest penalty
       # it could still get (lp is monotonic in the length, so one of the two ends).
@@ -254,12 +280,12 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
     return tf.logical_and(i < max_steps, tf.logical_not(tf.reduce_all(done)))
 
   loop_vars = (tf.constant(0), alive_seq, alive_log_probs, finished_seq, finished_scores,
-               finished_lengths, states)
+               finished_lengths, states, buffers)
   invariants = (tf.TensorShape([]), tf.TensorShape([None, k, None]),
                 tf.TensorShape([None, k]), tf.TensorShape([None, k, None]),
                 tf.TensorShape([None, k]), tf.TensorShape([None, k]),
-                tf.nest.map_structure(_shape_invariant, states))
-  _, _, _, finished_seq, finished_scores, finished_lengths, _ = tf.while_loop(
+                *tf.nest.map_structure(_shape_invariant, (states, buffers)))
+  _, _, _, finished_seq, finished_scores, finished_lengths, _, _ = tf.while_loop(
       cond, body, loop_vars, shape_invariants=invariants, maximum_iterations=max_steps)
   return DecodeResult(finished_seq[:, :, 1:], finished_scores, finished_lengths)
 
@@ -275,7 +301,7 @@ def _forbid_early_end(log_probs: tf.Tensor, is_eos: tf.Tensor, step: tf.Tensor,
 
 def greedy_decode(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, decode_length: Any,
                   eos_id: int, states: Any = None, pad_id: int = 0,
-                  min_length: int = 0) -> DecodeResult:
+                  min_length: int = 0, buffers: Any = None) -> DecodeResult:
   """Picks the most likely token at every step until ``eos_id`` or ``decode_length``.
 
   Args: as for :func:`beam_search` (``states`` has first dimension batch).
@@ -283,13 +309,14 @@ def greedy_decode(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, decode_l
   Returns:
     :class:`DecodeResult` with ids [batch, time] and summed log-probabilities [batch].
   """
+  step_fn, buffers = _with_buffers(symbols_to_logits_fn, buffers)
   initial_ids = tf.cast(initial_ids, tf.int32)
   batch_size = tf.shape(initial_ids)[0]
   max_lengths = _decode_lengths(decode_length, batch_size)
   states = states if states is not None else {}
 
-  def body(i, ids, finished, scores, lengths, states):
-    logits, states = symbols_to_logits_fn(ids[:, -1], i, states)
+  def body(i, ids, finished, scores, lengths, states, buffers):
+    logits, states, buffers = step_fn(ids[:, -1], i, states, buffers)
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
     is_eos = tf.equal(tf.range(tf.shape(log_probs)[-1]), eos_id)[None, :]
     log_probs = _forbid_early_end(log_probs, is_eos, i, min_length)
@@ -299,17 +326,18 @@ def greedy_decode(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, decode_l
     scores += tf.where(finished, 0.0, token_log_prob)
     lengths += tf.cast(tf.logical_not(finished), tf.int32)
     finished = finished | tf.equal(token, eos_id) | tf.greater_equal(i + 1, max_lengths)
-    return i + 1, tf.concat([ids, token[:, None]], 1), finished, scores, lengths, states
+    return (i + 1, tf.concat([ids, token[:, None]], 1), finished, scores, lengths, states,
+            buffers)
 
-  def cond(i, ids, finished, scores, lengths, states):
+  def cond(i, ids, finished, scores, lengths, states, buffers):
     return tf.logical_not(tf.reduce_all(finished))
 
   loop_vars = (tf.constant(0), initial_ids[:, None], tf.zeros([batch_size], tf.bool),
-               tf.zeros([batch_size]), tf.zeros([batch_size], tf.int32), states)
+               tf.zeros([batch_size]), tf.zeros([batch_size], tf.int32), states, buffers)
   invariants = (tf.TensorShape([]), tf.TensorShape([None, None]), tf.TensorShape([None]),
                 tf.TensorShape([None]), tf.TensorShape([None]),
-                tf.nest.map_structure(_shape_invariant, states))
-  _, ids, _, scores, lengths, _ = tf.while_loop(
+                *tf.nest.map_structure(_shape_invariant, (states, buffers)))
+  _, ids, _, scores, lengths, _, _ = tf.while_loop(
       cond, body, loop_vars, shape_invariants=invariants,
       maximum_iterations=tf.reduce_max(max_lengths))
   return DecodeResult(ids[:, 1:], scores, lengths)

@@ -255,3 +255,47 @@ def test_stop_rules_agree_without_a_length_penalty():
     np.testing.assert_array_equal(a, b)
   with pytest.raises(ValueError, match="stop must be one of bound, current"):
     _run_with_stop(tables, 0.0, "greedy")
+
+
+def buffered_table_step_fn(tables: np.ndarray, slots: int):
+  """:func:`table_step_fn` keeping the prefix codes in a buffer of ``slots`` rows per step,
+  written once per step; the state holds the buffer row of the hypothesis' last code."""
+  tables = tf.constant(tables)
+
+  def step(ids, i, states, buffer):
+    tf.debugging.assert_equal(tf.shape(buffer)[0], NUM_STEPS * slots,
+                              message="the buffer was tiled or reordered")
+    previous = tf.where(states["at"] >= 0, tf.gather(buffer, tf.maximum(states["at"], 0)), 0)
+    code = (previous * (VOCAB + 1) + ids + 1) % NUM_CODES
+    at = i * slots + tf.range(slots)
+    buffer = tf.tensor_scatter_nd_update(buffer, at[:, None], code)
+    logits = tf.gather_nd(tables, tf.stack([states["row"], code], axis=1))
+    return logits, {"at": at, "row": states["row"]}, buffer
+
+  return step
+
+
+NUM_STEPS = 5
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_buffers_are_carried_as_they_are(beam_size):
+  """A step function whose hypotheses reach their history through an index kept in their
+  (reordered) states, in a buffer neither tiled nor reordered, decodes as one whose states
+  hold the history itself."""
+  tables = make_tables(seed=9, batch=3, scale=1.0)
+  slots = 3 * beam_size
+  states = {"at": tf.fill([3], -1), "row": tf.range(3)}
+  buffer = tf.zeros([NUM_STEPS * slots], tf.int32)
+  step = buffered_table_step_fn(tables, slots)
+  lengths = tf.constant([5, 3, 4])
+  if beam_size == 1:
+    got = greedy_decode(step, tf.fill([3], GO), lengths, EOS, states=states, buffers=buffer)
+    expected = greedy_decode(table_step_fn(tables), tf.fill([3], GO), lengths, EOS,
+                             states=initial_states(3))
+  else:
+    got = beam_search(step, tf.fill([3], GO), beam_size, lengths, VOCAB, 0.6, EOS,
+                      states=states, pad_id=PAD, buffers=buffer)
+    expected = run_beam(tables, beam_size, lengths, 0.6)
+  for a, b in zip(got, expected):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)

@@ -68,11 +68,12 @@ class _AttentionBase(keras.layers.Layer):
 
 
 class SelfAttention(_AttentionBase):
-  """Multi-head self-attention with an optional key/value cache for incremental decoding.
+  """Multi-head self-attention, with a key/value cache for incremental decoding.
 
-  Call ``layer(x, bias, training=...)`` -> ``[batch, time, hidden]``; with
-  ``cache={"k": [B,N,t,D], "v": [B,N,t,D]}`` (keys/values of the positions decoded so far)
-  it returns ``(outputs, new_cache)`` where the new position's keys/values are appended.
+  Call ``layer(x, bias, training=...)`` -> ``[batch, time, hidden]``; with ``cache``, a
+  :class:`~open_seq2seq.parts.transformer.kv_store.StepCache` and ``x`` the one position
+  being decoded, it returns ``(outputs, next_cache)``: the position's keys and values are
+  stored and it attends to every position decoded so far.
   """
 
   def __init__(self, hidden_size: int, num_heads: int, attention_dropout: float = 0.0,
@@ -83,19 +84,13 @@ class SelfAttention(_AttentionBase):
   def _projections(self) -> list[keras.layers.Dense]:
     return [self.qkv_dense, self.output_dense]
 
-  def call(self, x: tf.Tensor, bias: tf.Tensor | None = None, cache: dict | None = None,
+  def call(self, x: tf.Tensor, bias: tf.Tensor | None = None, cache: Any = None,
            training: bool | None = None):
     q, k, v = tf.unstack(self._split_heads(self.qkv_dense(x), 3))
     if cache is None:
       return self._attend(q, k, v, bias, training)
-    k = tf.concat([cache["k"], k], axis=2)
-    v = tf.concat([cache["v"], v], axis=2)
-    return self._attend(q, k, v, bias, training), {"k": k, "v": v}
-
-  def empty_cache(self, batch_size: Any, dtype: Any) -> dict:
-    """Cache with zero decoded positions for ``batch_size`` sequences."""
-    shape = [batch_size, self.num_heads, 0, self.depth]
-    return {"k": tf.zeros(shape, dtype), "v": tf.zeros(shape, dtype)}
+    k, v, cache = cache.append(k, v)
+    return self._attend(q, k, v, bias, training), cache
 
 
 class Attention(_AttentionBase):
@@ -103,6 +98,8 @@ class Attention(_AttentionBase):
 
   Call ``layer(x, memory, bias, training=...)``. For decoding, :meth:`memory_kv` computes
   the memory's keys and values once; pass them as ``memory_kv`` instead of ``memory``.
+  ``x`` may hold r consecutive rows per memory row (the r hypotheses of a beam search on one
+  example): the r rows' queries then attend together, their memory read once.
   """
 
   def __init__(self, hidden_size: int, num_heads: int, attention_dropout: float = 0.0,
@@ -123,5 +120,8 @@ class Attention(_AttentionBase):
   def call(self, x: tf.Tensor, memory: tf.Tensor | None = None, bias: tf.Tensor | None = None,
            memory_kv: tuple | None = None, training: bool | None = None) -> tf.Tensor:
     k, v = memory_kv if memory_kv is not None else self.memory_kv(memory)
+    shape = tf.shape(x)
+    # [r * batch, T, H] -> [batch, r * T, H]: queries are independent of each other
+    x = tf.reshape(x, [tf.shape(k)[0], -1, self.hidden_size])
     q = self._split_heads(self.q_dense(x), 1)[0]
-    return self._attend(q, k, v, bias, training)
+    return tf.reshape(self._attend(q, k, v, bias, training), shape)

@@ -1,0 +1,47 @@
+"""The key/value store of incremental Transformer decoding (parts/transformer/kv_store.py)."""
+
+import numpy as np
+import tensorflow as tf
+
+from open_seq2seq.parts.transformer.kv_store import KeyValueStore
+
+LAYERS, HEADS, DEPTH, SLOTS = 2, 2, 3, 3
+
+
+def keys_values(step: int, layer: int):
+  """Distinct keys and values [slots, heads, 1, depth] of a position and layer."""
+  base = np.arange(SLOTS * HEADS * DEPTH, dtype=np.float32).reshape(SLOTS, HEADS, 1, DEPTH)
+  return (tf.constant(base + 1000 * step + 100 * layer),
+          tf.constant(-(base + 1000 * step + 100 * layer)))
+
+
+def test_each_hypothesis_reads_the_keys_of_its_ancestors():
+  store = KeyValueStore(LAYERS, HEADS, DEPTH)
+  buffer = store.buffer(SLOTS, 3, tf.float32)
+  rows = store.initial_rows(SLOTS)
+  parents = [[2, 2, 0], [1, 0, 0]]  # beam reorder after steps 0 and 1
+  lineage = [[s] for s in range(SLOTS)]  # slot that computed each position, per hypothesis
+  for step in range(3):
+    cache, rows = store.step(buffer, rows, step)
+    assert rows.shape == (SLOTS, step + 1, HEADS)
+    for layer in range(LAYERS):
+      k, v, cache = cache.append(*keys_values(step, layer))
+      assert k.shape == (SLOTS, HEADS, step + 1, DEPTH)
+      for slot in range(SLOTS):
+        for t, source in enumerate(lineage[slot]):
+          written_k, written_v = keys_values(t, layer)
+          np.testing.assert_array_equal(k[slot, :, t], written_k[source, :, 0])
+          np.testing.assert_array_equal(v[slot, :, t], written_v[source, :, 0])
+    buffer = cache.buffer
+    if step < 2:
+      rows = tf.gather(rows, parents[step])  # what beam search does to the states
+      lineage = [lineage[p] + [slot] for slot, p in enumerate(parents[step])]
+
+
+def test_bfloat16_buffer_keeps_the_compute_dtype():
+  store = KeyValueStore(1, HEADS, DEPTH)
+  cache, _ = store.step(store.buffer(SLOTS, 1, tf.bfloat16), store.initial_rows(SLOTS), 0)
+  k, v = keys_values(0, 0)
+  k, v, _ = cache.append(tf.cast(k, tf.bfloat16), tf.cast(v, tf.bfloat16))
+  assert k.dtype == tf.bfloat16
+  np.testing.assert_array_equal(tf.cast(k[:, :, 0], tf.float32), keys_values(0, 0)[0][:, :, 0])
