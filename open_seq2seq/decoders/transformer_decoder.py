@@ -269,11 +269,14 @@ class TransformerDecoder(Decoder):
     positions = tf.cast(
         get_position_encoding(tf.reduce_max(decode_lengths) + 1, p["hidden_size"]),
         self.compute_dtype)
-    # Memory keys/values are computed once and captured by the step function, not tiled:
-    # the beam_size hypotheses of an example attend to them together. Self-attention
-    # keys/values go to one store (kv_store.py): the search reorders only each
-    # hypothesis' row indices into it.
+    # Memory keys/values are computed once (before tiling) and captured by the step
+    # function. (Tiled: one matrix-vector product per hypothesis is faster on CPU than one
+    # small matrix product per example once sources are long, docs/benchmarks.md.)
+    # Self-attention keys/values go to one store (kv_store.py): the search reorders only
+    # each hypothesis' row indices into it.
     memory_kv = [layer.encdec_attention.memory_kv(memory) for layer in self.decoder_layers]
+    if beam_size > 1:
+      memory_kv, memory_bias = beam_search.tile_beam((memory_kv, memory_bias), beam_size)
     store = KeyValueStore(len(self.decoder_layers), p["num_heads"],
                           p["hidden_size"] // p["num_heads"])
     buffer = store.buffer(batch_size * beam_size, tf.reduce_max(decode_lengths),

@@ -16,6 +16,8 @@ def keys_values(step: int, layer: int):
 
 
 def test_each_hypothesis_reads_the_keys_of_its_ancestors():
+  """Through its rows (which beam search reorders), a hypothesis reads the keys and values
+  that its ancestor slots wrote at each earlier position; the buffer itself never moves."""
   store = KeyValueStore(LAYERS, HEADS, DEPTH)
   buffer = store.buffer(SLOTS, 3, tf.float32)
   rows = store.initial_rows(SLOTS)
@@ -26,9 +28,9 @@ def test_each_hypothesis_reads_the_keys_of_its_ancestors():
     assert rows.shape == (SLOTS, step + 1, HEADS)
     for layer in range(LAYERS):
       k, v, cache = cache.append(*keys_values(step, layer))
-      assert k.shape == (SLOTS, HEADS, step + 1, DEPTH)
+      assert k.shape == (SLOTS, HEADS, step, DEPTH)  # the earlier positions
       for slot in range(SLOTS):
-        for t, source in enumerate(lineage[slot]):
+        for t, source in enumerate(lineage[slot][:step]):
           written_k, written_v = keys_values(t, layer)
           np.testing.assert_array_equal(k[slot, :, t], written_k[source, :, 0])
           np.testing.assert_array_equal(v[slot, :, t], written_v[source, :, 0])
@@ -40,8 +42,11 @@ def test_each_hypothesis_reads_the_keys_of_its_ancestors():
 
 def test_bfloat16_buffer_keeps_the_compute_dtype():
   store = KeyValueStore(1, HEADS, DEPTH)
-  cache, _ = store.step(store.buffer(SLOTS, 1, tf.bfloat16), store.initial_rows(SLOTS), 0)
-  k, v = keys_values(0, 0)
-  k, v, _ = cache.append(tf.cast(k, tf.bfloat16), tf.cast(v, tf.bfloat16))
+  buffer, rows = store.buffer(SLOTS, 2, tf.bfloat16), store.initial_rows(SLOTS)
+  for step in range(2):
+    cache, rows = store.step(buffer, rows, step)
+    k, v = keys_values(step, 0)
+    k, v, cache = cache.append(tf.cast(k, tf.bfloat16), tf.cast(v, tf.bfloat16))
+    buffer = cache.buffer
   assert k.dtype == tf.bfloat16
   np.testing.assert_array_equal(tf.cast(k[:, :, 0], tf.float32), keys_values(0, 0)[0][:, :, 0])

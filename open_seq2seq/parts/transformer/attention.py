@@ -59,9 +59,15 @@ class _AttentionBase(keras.layers.Layer):
     logits = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)
     if bias is not None:
       logits += tf.cast(bias, tf.float32)
-    weights = tf.cast(tf.nn.softmax(logits), v.dtype)
-    weights = dropout(weights, self.attention_dropout, training, self.seed_generator)
-    out = tf.matmul(weights, v)  # [B, N, Tq, D]
+    out = tf.matmul(self._weights(logits, v.dtype, training), v)
+    return self._output(out)
+
+  def _weights(self, logits: tf.Tensor, dtype: Any, training: bool | None) -> tf.Tensor:
+    weights = tf.cast(tf.nn.softmax(logits), dtype)
+    return dropout(weights, self.attention_dropout, training, self.seed_generator)
+
+  def _output(self, out: tf.Tensor) -> tf.Tensor:
+    """Heads [B, N, Tq, D] -> merged and projected [B, Tq, H]."""
     batch, length = tf.shape(out)[0], tf.shape(out)[2]
     out = tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [batch, length, self.hidden_size])
     return self.output_dense(out)
@@ -72,8 +78,9 @@ class SelfAttention(_AttentionBase):
 
   Call ``layer(x, bias, training=...)`` -> ``[batch, time, hidden]``; with ``cache``, a
   :class:`~open_seq2seq.parts.transformer.kv_store.StepCache` and ``x`` the one position
-  being decoded, it returns ``(outputs, next_cache)``: the position's keys and values are
-  stored and it attends to every position decoded so far.
+  being decoded (no bias: it may see every earlier position), it returns
+  ``(outputs, next_cache)``: the position's keys and values are stored and it attends to
+  every position decoded so far.
   """
 
   def __init__(self, hidden_size: int, num_heads: int, attention_dropout: float = 0.0,
@@ -89,8 +96,16 @@ class SelfAttention(_AttentionBase):
     q, k, v = tf.unstack(self._split_heads(self.qkv_dense(x), 3))
     if cache is None:
       return self._attend(q, k, v, bias, training)
-    k, v, cache = cache.append(k, v)
-    return self._attend(q, k, v, bias, training), cache
+    # The history's keys and values were read before this position's were computed (the
+    # reads need not wait for this step's projections): the position attends to them and
+    # to itself, one softmax over both.
+    k_history, v_history, cache = cache.append(k, v)
+    q = q * tf.cast(self.depth ** -0.5, q.dtype)
+    logits = tf.cast(tf.concat([tf.matmul(q, k_history, transpose_b=True),
+                                tf.reduce_sum(q * k, -1, keepdims=True)], -1), tf.float32)
+    weights = self._weights(logits, v.dtype, training)
+    out = tf.matmul(weights[..., :-1], v_history) + weights[..., -1:] * v
+    return self._output(out), cache
 
 
 class Attention(_AttentionBase):
@@ -98,8 +113,6 @@ class Attention(_AttentionBase):
 
   Call ``layer(x, memory, bias, training=...)``. For decoding, :meth:`memory_kv` computes
   the memory's keys and values once; pass them as ``memory_kv`` instead of ``memory``.
-  ``x`` may hold r consecutive rows per memory row (the r hypotheses of a beam search on one
-  example): the r rows' queries then attend together, their memory read once.
   """
 
   def __init__(self, hidden_size: int, num_heads: int, attention_dropout: float = 0.0,
@@ -120,8 +133,5 @@ class Attention(_AttentionBase):
   def call(self, x: tf.Tensor, memory: tf.Tensor | None = None, bias: tf.Tensor | None = None,
            memory_kv: tuple | None = None, training: bool | None = None) -> tf.Tensor:
     k, v = memory_kv if memory_kv is not None else self.memory_kv(memory)
-    shape = tf.shape(x)
-    # [r * batch, T, H] -> [batch, r * T, H]: queries are independent of each other
-    x = tf.reshape(x, [tf.shape(k)[0], -1, self.hidden_size])
     q = self._split_heads(self.q_dense(x), 1)[0]
-    return tf.reshape(self._attend(q, k, v, bias, training), shape)
+    return self._attend(q, k, v, bias, training)

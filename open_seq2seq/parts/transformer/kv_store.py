@@ -55,9 +55,10 @@ class KeyValueStore:
     batch, heads = tf.shape(rows)[0], self.num_heads
     stride = self.num_layers * 2 * batch * heads  # rows of one position
     current = step * stride + tf.range(batch)[:, None] * heads + tf.range(heads)[None, :]
-    rows = tf.concat([rows, current[:, None, :]], 1)
-    # [batch, heads, step + 1]: gathered, the keys come out as attention takes them
-    return StepCache(self, buffer, tf.transpose(rows, [0, 2, 1]), step, 0), rows
+    # [batch, heads, step]: gathered, the keys come out as attention takes them
+    history = tf.transpose(rows, [0, 2, 1])
+    return (StepCache(self, buffer, buffer, history, step, 0),
+            tf.concat([rows, current[:, None, :]], 1))
 
 
 class StepCache:
@@ -66,31 +67,36 @@ class StepCache:
   A plain object, not a tuple: Keras passes it to a layer's ``call`` as one argument.
   """
 
-  __slots__ = ("store", "buffer", "rows", "step", "layer")
+  __slots__ = ("store", "buffer", "history_buffer", "history", "step", "layer")
 
-  def __init__(self, store: KeyValueStore, buffer: tf.Tensor, rows: tf.Tensor, step: Any,
-               layer: int):
-    self.store, self.buffer, self.rows, self.step, self.layer = (store, buffer, rows, step,
-                                                                 layer)
+  def __init__(self, store: KeyValueStore, buffer: tf.Tensor, history_buffer: tf.Tensor,
+               history: tf.Tensor, step: Any, layer: int):
+    self.store, self.buffer, self.history_buffer = store, buffer, history_buffer
+    self.history, self.step, self.layer = history, step, layer
 
   def append(self, k: tf.Tensor, v: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, StepCache]:
-    """Writes the position's keys and values, reads the whole history.
+    """Writes the position's keys and values; reads those of the earlier positions.
+
+    The reads take the buffer as the step began: they depend on no computation of this
+    step, so they can run while the layers below compute. The writes of this step change
+    that same memory in place, but only rows of this position, which no read touches.
 
     Args:
       k, v: [batch, heads, 1, depth] of the position being decoded.
 
     Returns:
-      ``(keys, values, next_layer_cache)``, keys and values [batch, heads, step + 1, depth]
-      of every position of each slot's hypothesis.
+      ``(keys, values, next_layer_cache)``, keys and values [batch, heads, step, depth] of
+      the earlier positions of each slot's hypothesis.
     """
     store = self.store
-    block = tf.shape(self.rows)[0] * store.num_heads
+    block = tf.shape(self.history)[0] * store.num_heads
     start = (self.step * store.num_layers + self.layer) * 2 * block
     new = tf.reshape(tf.stack([k, v]), [-1, store.depth])  # kind, slot, head
-    # The buffer's one consumer: updated in place (the op aliases its input).
+    # The op aliases its input: the buffer is updated in place, not copied.
     buffer = tf.raw_ops.InplaceUpdate(x=self.buffer, i=tf.range(start, start + 2 * block),
                                       v=tf.cast(new, self.buffer.dtype))
     offset = self.layer * 2 * block
-    keys = tf.gather(buffer, self.rows + offset)
-    values = tf.gather(buffer, self.rows + offset + block)
-    return keys, values, StepCache(store, buffer, self.rows, self.step, self.layer + 1)
+    keys = tf.gather(self.history_buffer, self.history + offset)
+    values = tf.gather(self.history_buffer, self.history + offset + block)
+    return keys, values, StepCache(store, buffer, self.history_buffer, self.history,
+                                   self.step, self.layer + 1)
