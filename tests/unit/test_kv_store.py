@@ -1,8 +1,10 @@
 """The key/value store of incremental Transformer decoding (parts/transformer/kv_store.py)."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
+from open_seq2seq.parts.transformer.attention import SelfAttention
 from open_seq2seq.parts.transformer.kv_store import KeyValueStore
 
 LAYERS, HEADS, DEPTH, SLOTS = 2, 2, 3, 3
@@ -50,3 +52,15 @@ def test_bfloat16_buffer_keeps_the_compute_dtype():
     buffer = cache.buffer
   assert k.dtype == tf.bfloat16
   np.testing.assert_array_equal(tf.cast(k[:, :, 0], tf.float32), keys_values(0, 0)[0][:, :, 0])
+
+
+def test_a_cached_step_refuses_a_bias():
+  layer = SelfAttention(8, 2)
+  layer.build()
+  store = KeyValueStore(1, 2, 4)
+  cache, _ = store.step(store.buffer(3, 1, tf.float32), store.initial_rows(3), 0)
+  x = tf.zeros([3, 1, 8])
+  out, _ = layer(x, cache=cache)
+  assert out.shape == (3, 1, 8)
+  with pytest.raises(ValueError, match="takes no bias"):
+    layer(x, tf.zeros([1, 1, 1, 1]), cache=cache)

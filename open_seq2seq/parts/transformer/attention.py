@@ -96,6 +96,9 @@ class SelfAttention(_AttentionBase):
     q, k, v = tf.unstack(self._split_heads(self.qkv_dense(x), 3))
     if cache is None:
       return self._attend(q, k, v, bias, training)
+    if bias is not None:
+      raise ValueError("SelfAttention: a cached step attends to every earlier position and "
+                       "takes no bias")
     # The history's keys and values were read before this position's were computed (the
     # reads need not wait for this step's projections): the position attends to them and
     # to itself, one softmax over both.
