@@ -23,7 +23,8 @@ the table gives the median of the rounds and every round's figure.
     python scripts/benchmark_scaling.py [--model toy] [--replicas 2] [--steps 40] [--batch 32]
     python scripts/benchmark_scaling.py --model bible --steps 10 --warmup 3 --repeat 3
     python scripts/benchmark_scaling.py --model bible --backends multi-worker \\
-        --multi_worker_variant pack16:OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB=16
+        --multi_worker_variant pack16:OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB=16 \\
+        --multi_worker_variant bf16:--allreduce_dtype=bfloat16
 """
 
 from __future__ import annotations
@@ -79,18 +80,23 @@ def environment(threads: int, extra: dict | None = None) -> dict:
   return env
 
 
-def parse_variant(text: str) -> tuple[str, dict]:
-  """``NAME:KEY=VALUE[,KEY=VALUE...]`` -> (NAME, {KEY: VALUE}); raises ValueError."""
+def parse_variant(text: str) -> tuple[str, dict, list[str]]:
+  """``NAME:KEY=VALUE[,KEY=VALUE...]`` -> (NAME, {KEY: VALUE}, [run.py flags]): a KEY that
+  starts with ``--`` is a run.py flag (``--allreduce_dtype=bfloat16``), any other an
+  environment variable; raises ValueError."""
   name, sep, pairs = text.partition(":")
   if not sep or not name or not pairs:
     raise ValueError(f"{text!r} is not NAME:KEY=VALUE[,KEY=VALUE...]")
-  env = {}
+  env, flags = {}, []
   for pair in pairs.split(","):
     key, eq, value = pair.partition("=")
-    if not eq or not key:
+    if not eq or not key.strip("-"):
       raise ValueError(f"{text!r}: {pair!r} is not KEY=VALUE")
-    env[key] = value
-  return name, env
+    if key.startswith("--"):
+      flags.append(pair)
+    else:
+      env[key] = value
+  return name, env, flags
 
 
 def measure(command: list[str], threads: int, timeout: float,
@@ -148,7 +154,9 @@ def main() -> int:
   parser.add_argument("--multi_worker_variant", action="append", default=[],
                       metavar="NAME:KEY=VALUE[,KEY=VALUE]",
                       help="One more multi-worker row, run with these environment variables "
-                           "(repeatable), e.g. pack16:OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB=16.")
+                           "and run.py flags (repeatable), e.g. "
+                           "pack16:OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB=16 or "
+                           "bf16:--allreduce_dtype=bfloat16.")
   args = parser.parse_args()
   try:
     variants = [parse_variant(text) for text in args.multi_worker_variant]
@@ -188,8 +196,8 @@ def main() -> int:
               "--timeout", str(args.timeout)] + base
     if "multi-worker" in wanted:
       runs.append(("multi-worker", n, 1, launch, {}))
-    for name, env in variants:
-      runs.append((f"multi-worker ({name})", n, 1, launch, env))
+    for name, env, flags in variants:
+      runs.append((f"multi-worker ({name})", n, 1, launch + flags, env))
     sizes = sorted(({1} if "horovod1" in wanted else set()) |
                    ({n} if "horovod" in wanted else set()))
     if sizes and have_horovod:

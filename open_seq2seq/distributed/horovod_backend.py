@@ -85,6 +85,10 @@ class HorovodBackend(Backend):
     if os.environ.get(cluster.LAUNCHER_VAR):
       raise ConfigError("use_horovod needs mpiexec or horovodrun; open_seq2seq.launch starts "
                         "the built-in multi-worker backend only (drop use_horovod)")
+    if params.get("allreduce_dtype", "float32") != "float32":
+      raise ConfigError(f"allreduce_dtype={params['allreduce_dtype']!r}: Horovod's all-reduce "
+                        "has no bfloat16; drop use_horovod (multi-worker and towers have it) "
+                        "or keep float32")
     hvd = import_horovod()
     environment_defaults(os.environ, bool(tf.config.list_physical_devices("GPU")))
     hvd.init()

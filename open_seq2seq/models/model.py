@@ -82,6 +82,10 @@ class Model(Configurable):
       "eval_batch_size_per_gpu": Param((int, None), None,
                                        "Examples per device in eval/infer (default: batch_size_per_gpu)."),
       "iter_size": Param(int, 1, "Accumulate gradients over this many batches per update."),
+      "allreduce_dtype": Param(str, "float32", "Dtype the gradients are summed across replicas "
+                               "in: bfloat16 halves the all-reduce's bytes (not with "
+                               "use_horovod, whose all-reduce has no bfloat16).",
+                               choices=("float32", "bfloat16")),
       # --- duration and logging
       "max_steps": Param(_STEPS, None, "Number of updates to train for (or num_epochs)."),
       "num_epochs": Param(_STEPS, None, "Number of passes over the training data (or max_steps)."),

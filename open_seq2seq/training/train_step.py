@@ -71,6 +71,9 @@ class TrainStep:
     self._guard_overflow = self.loss_scaler is not None or self.float16_compute
     self.larc_params = params.get("larc_params")
     self.summary_names = list(params.get("summaries") or [])
+    # Gradients cross replicas in this dtype (one replica: no all-reduce, nothing to round).
+    self.allreduce_dtype = (tf.as_dtype(params["allreduce_dtype"]) if backend.num_replicas > 1
+                            else tf.float32)
     with backend.strategy.scope():
       self.optimizer = get_optimizer(params["optimizer"], params["optimizer_params"],
                                      learning_rate(params, max_steps, steps_per_epoch))
@@ -286,7 +289,8 @@ class TrainStep:
       replica_step = tf.function(self.replica_step, jit_compile=True, autograph=False)
 
     def replica_step_voting(batches, vote):
-      return (*replica_step(batches), tf.identity(vote))
+      grads, *rest = replica_step(batches)
+      return ([tf.cast(g, self.allreduce_dtype) for g in grads], *rest, tf.identity(vote))
 
     @tf.function(autograph=False)
     def train_step(iterator, stop_vote=None):
@@ -296,6 +300,7 @@ class TrainStep:
       batches = tuple(next(iterator) for _ in range(iter_size))
       per_replica = self.backend.run(replica_step_voting, args=(batches, vote))
       grads, loss_sum, weight, units, votes = self.backend.reduce_sum(per_replica)
+      grads = [tf.cast(g, tf.float32) for g in grads]
       values = self.apply(grads, loss_sum, weight, units)
       values["stop_votes"] = votes
       return values

@@ -48,8 +48,10 @@ def test_summary_is_the_median_over_the_rounds_that_ran():
 
 def test_multi_worker_variants_name_their_environment():
   assert benchmark_scaling.parse_variant("pack16:A=16,B=x=y") == ("pack16", {"A": "16",
-                                                                            "B": "x=y"})
-  for bad in ("pack16", ":A=1", "pack16:", "pack16:A", "pack16:=1"):
+                                                                            "B": "x=y"}, [])
+  assert benchmark_scaling.parse_variant("bf16:--allreduce_dtype=bfloat16,A=1") == (
+      "bf16", {"A": "1"}, ["--allreduce_dtype=bfloat16"])
+  for bad in ("pack16", ":A=1", "pack16:", "pack16:A", "pack16:=1", "x:--=1"):
     with pytest.raises(ValueError, match="NAME:KEY=VALUE|is not KEY=VALUE"):
       benchmark_scaling.parse_variant(bad)
   env = benchmark_scaling.environment(1, {"OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB": "16"})
