@@ -13,7 +13,10 @@
 #          [MAX_LENGTH=250]
 # DATADIR is ../shared/bench/get_bible_en_es.sh's output (train.sp.{en,es}, test.sp.en,
 # vocab.{en,es}). Env: VENV_DIR (default /tmp/peer-venvs/onmt; created with tensorflow-cpu
-# 2.13.1, opennmt-tf 2.32.0, tensorflow-addons 0.21.0 if missing), RUN_DIR.
+# 2.13.1, opennmt-tf 2.32.0, tensorflow-addons 0.21.0 if missing), RUN_DIR, and
+# LENGTH_BUCKET_WIDTH: batch sentences of similar length (OpenNMT-tf's
+# infer/length_bucket_width; unset: file order), the counterpart of our
+# data_layer_params/bucket_width at inference.
 set -euo pipefail
 DATA=$(cd "${1:?usage: $0 DATADIR [SENTENCES] [MIN_LENGTH] [STEPS] [MAX_LENGTH]}" && pwd)
 SENTENCES=${2:-256}; MIN_LENGTH=${3:-32}; STEPS=${4:-1}; MAX_LENGTH=${5:-250}
@@ -64,6 +67,9 @@ infer:
   batch_size: 64
   batch_type: examples
 YML
+if [ -n "${LENGTH_BUCKET_WIDTH:-}" ]; then
+  echo "  length_bucket_width: $LENGTH_BUCKET_WIDTH" >> "$RUN_DIR/config.yml"
+fi
 "$VENV_DIR/bin/onmt-main" --model "$RUN_DIR/model.py" --config "$RUN_DIR/config.yml" train \
   > "$RUN_DIR/train.log" 2>&1 || { tail -30 "$RUN_DIR/train.log"; exit 1; }
 
