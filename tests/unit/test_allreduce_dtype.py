@@ -7,7 +7,6 @@ import tensorflow as tf
 
 from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.models.model import Model
 from open_seq2seq.training.trainer import Trainer
 from tests.helpers import linear
 
@@ -84,16 +83,10 @@ def test_one_replica_never_rounds_its_gradients():
 
 def test_unknown_dtype_is_refused_by_the_config_check():
   with pytest.raises(ConfigError, match="allreduce_dtype"):
-    Model.validate_params({**_base_config(), "allreduce_dtype": "float16"})
+    linear.model(allreduce_dtype="float16")  # validates its config
 
 
 def test_horovod_refuses_bfloat16_in_one_line():
   from open_seq2seq.distributed.horovod_backend import HorovodBackend  # pylint: disable=import-outside-toplevel
   with pytest.raises(ConfigError, match="Horovod's all-reduce has no bfloat16"):
     HorovodBackend({"allreduce_dtype": "bfloat16"})
-
-
-def _base_config():
-  return {"data_layer": linear.RowsLayer, "encoder": linear.AffineEncoder,
-          "decoder": linear.PassDecoder, "loss": linear.HalfSquareLoss,
-          "batch_size_per_gpu": 4, "max_steps": 1}
