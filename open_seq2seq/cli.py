@@ -12,10 +12,15 @@ import logging
 import os
 import resource
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from open_seq2seq.errors import (CheckpointError, ConfigError, OpenSeq2SeqError, embedded_error,
                                  out_of_memory)
+
+if TYPE_CHECKING:  # imported for annotations only: run.py --help stays fast without them
+  from open_seq2seq.distributed.backend import Backend
+  from open_seq2seq.models.model import Model
+  from open_seq2seq.training.evaluator import Evaluator
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -145,7 +150,8 @@ def run(argv: list[str]) -> int:
     # Every process checks before the backend starts: joining it waits for all of them, so
     # the chief's writes below cannot make another worker see "already holds a run".
     _check_train_logdir(main_cfg["logdir"], args)
-  backend = make_backend(main_cfg, cpu_towers=args.cpu_towers)
+  from open_seq2seq.training.run_params import run_settings
+  backend = make_backend(run_settings(main_cfg), cpu_towers=args.cpu_towers)
   if backend.is_chief:
     for line in notices:
       print(f"notice: {line}", file=sys.stderr, flush=True)
@@ -169,7 +175,7 @@ def run(argv: list[str]) -> int:
     backend.shutdown()
 
 
-def _build_model(base_model: type, config: dict, mode: str, backend: Any):
+def _build_model(base_model: type[Model], config: dict, mode: str, backend: Backend) -> Model:
   # Under the backend's scope: components that create variables in __init__ get
   # distributed (mirrored) variables.
   with backend.strategy.scope():
@@ -177,8 +183,8 @@ def _build_model(base_model: type, config: dict, mode: str, backend: Any):
                       worker_id=backend.worker_index)
 
 
-def _train(args: argparse.Namespace, base_model: type, configs: dict[str, dict],
-           backend: Any) -> int:
+def _train(args: argparse.Namespace, base_model: type[Model], configs: dict[str, dict],
+           backend: Backend) -> int:
   """``train`` and ``train_eval`` (and ``--benchmark``)."""
   from open_seq2seq.training import reporting
   from open_seq2seq.training.trainer import Trainer
@@ -188,7 +194,7 @@ def _train(args: argparse.Namespace, base_model: type, configs: dict[str, dict],
   if args.mode == "train_eval":
     eval_layer = model.make_data_layer(configs["eval"], "eval", backend.num_workers,
                                        backend.worker_index)
-  trainer = Trainer(model, backend, logdir)
+  trainer = Trainer(model, configs["train"], backend, logdir)
   if args.benchmark:
     result = trainer.train(model.data_layer, benchmark_steps=args.bench_steps,
                            summaries=reporting.Summaries(None))
@@ -212,7 +218,8 @@ def _train(args: argparse.Namespace, base_model: type, configs: dict[str, dict],
   return 0
 
 
-def _run_trained(args: argparse.Namespace, base_model: type, config: dict, backend: Any) -> int:
+def _run_trained(args: argparse.Namespace, base_model: type[Model], config: dict,
+                 backend: Backend) -> int:
   """``eval``, ``infer``, ``interactive_infer`` and ``export`` from the run's checkpoint."""
   from open_seq2seq.training import reporting
   from open_seq2seq.training.checkpoints import checkpoint_for_eval
@@ -243,22 +250,25 @@ def _run_trained(args: argparse.Namespace, base_model: type, config: dict, backe
     _export(args, evaluator, model, checkpoint, config)
     return 0
   if args.mode == "interactive_infer":
-    _interactive_infer(evaluator, model, checkpoint)
+    _interactive_infer(evaluator, model, checkpoint, config["logdir"])
     return 0
   evaluator.restore_for(model.data_layer, checkpoint)
   if args.mode == "eval":
     evaluator.evaluate(model.data_layer)
   else:
-    _infer(args, evaluator, model, backend)
+    _infer(args, evaluator, model, backend, config["logdir"])
   return 0
 
 
-def _infer(args: argparse.Namespace, evaluator: Any, model: Any, backend: Any) -> None:
-  from open_seq2seq.outputs import OutputSink
+def _infer(args: argparse.Namespace, evaluator: Evaluator, model: Model,
+           backend: Backend, logdir: str) -> None:
+  """Infers the data layer's inputs: each process formats its share, the chief writes the
+  outputs as they arrive (``--infer_output_file``; other files under ``logdir``)."""
+  from open_seq2seq.output_sink import OutputSink
   from open_seq2seq.training import reporting
-  outputs, metrics = evaluator.infer(model.data_layer)
-  sink = OutputSink(args.infer_output_file, write=backend.is_chief)
-  for path, count in sink.write(outputs):
+  sink = OutputSink(args.infer_output_file, directory=logdir, write=backend.is_chief)
+  written, metrics = evaluator.infer_to(model.data_layer, sink)
+  for path, count in written:
     what = "predictions" if path == args.infer_output_file else "records"
     reporting.log(f"wrote {count} {what} to {path}")
   if backend.is_chief:
@@ -266,7 +276,7 @@ def _infer(args: argparse.Namespace, evaluator: Any, model: Any, backend: Any) -
       reporting.log(f"{name} {value:.2f}")
 
 
-def _export(args: argparse.Namespace, evaluator: Any, model: Any, checkpoint: str,
+def _export(args: argparse.Namespace, evaluator: Evaluator, model: Model, checkpoint: str,
             config: dict) -> None:
   """Writes the restored model as a SavedModel with the family's serving signature."""
   import tensorflow as tf
@@ -291,7 +301,7 @@ def _silence_tensorflow() -> None:
 
 def _record_run(args: argparse.Namespace, logdir: str, configs: dict[str, dict]) -> None:
   from open_seq2seq.training import reporting
-  from open_seq2seq.utils.run_record import write_run_record
+  from open_seq2seq.run_record import write_run_record
   folder = write_run_record(logdir, args.mode, [sys.executable] + sys.argv, args.config_file,
                             configs)
   reporting.log(f"run record: {folder}")
@@ -329,12 +339,15 @@ def _write_config(logdir: str, configs: dict[str, dict]) -> None:
   atomic_write_text(os.path.join(logdir, "config.yaml"), config_to_yaml(configs))
 
 
-def _interactive_infer(evaluator: Any, model: Any, checkpoint: str) -> None:
-  """Reads one input per line from stdin and prints the model's output for it."""
-  from open_seq2seq.outputs import OutputSink
+def _interactive_infer(evaluator: Evaluator, model: Model, checkpoint: str,
+                       logdir: str) -> None:
+  """Reads one input per line from stdin and prints the model's output for it (files it
+  writes, such as audio, go under ``logdir``)."""
+  from open_seq2seq.output_sink import OutputSink
   from open_seq2seq.training.evaluator import to_numpy
   tty = sys.stdin.isatty()
   restored = False
+  sink = OutputSink(os.devnull, directory=logdir)
   while True:
     if tty:
       sys.stdout.write("> ")
@@ -355,8 +368,8 @@ def _interactive_infer(evaluator: Any, model: Any, checkpoint: str) -> None:
       evaluator.restore(checkpoint)
       restored = True
     numpy_batch, outputs = to_numpy(batch), evaluator.predict(batch)
-    OutputSink(os.devnull).write(model.interactive_outputs(numpy_batch, outputs))
-    for text in model.interactive_lines(numpy_batch, outputs):
+    sink.write(model.interactive_outputs(numpy_batch, outputs))
+    for text in model.interactive_lines(numpy_batch, outputs, resolve=sink.resolve):
       print(text)
     sys.stdout.flush()
 

@@ -20,8 +20,9 @@ from typing import Any, Mapping
 
 from open_seq2seq import slots
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.training.run_params import PERIOD_KEYS, check_run_settings
 from open_seq2seq.utils.params import (AnyType, DeclaredDict, DeclaredList, Param,
-                                       unknown_key_error)
+                                       unknown_key_error, validate_params)
 
 MODES = ("train", "eval", "train_eval", "infer", "interactive_infer")
 _MODE_DICTS = {
@@ -156,7 +157,7 @@ def _declaration(base_model: type, config: Mapping, path: str) -> Param | None:
   (``dict_of``/``list_of``; a list's entries are addressed by index: ``convnet_layers/0``).
   """
   parts = path.split("/")
-  declared: Any = base_model.declared_params()
+  declared: Any = slots.top_level_declarations(base_model)
   owner, param = base_model.__name__, None
   for depth, key in enumerate(parts):
     prefix = "/".join(parts[:depth])
@@ -248,33 +249,32 @@ def resolve_config(base_model: type, config: Mapping, mode: str) -> dict:
   Raises:
     ConfigError: naming the full key path of the first problem found.
   """
-  if not inspect.isclass(base_model) or not hasattr(base_model, "declared_params"):
-    raise ConfigError(f"base_model: expected a model class such as Text2Text, got {base_model!r}")
-  params = slots.validate_slots(base_model.validate_params(config))
-  _check_consistency(params, mode)
+  params = slots.validate_slots(validate_top_level(base_model, config))
+  _check_model_settings(params, mode)
+  check_run_settings(params, mode)
   return params
 
 
-#: Keys that make something happen every N steps (None: never).
-PERIOD_KEYS = ("save_summaries_steps", "print_loss_steps", "print_samples_steps",
-               "save_checkpoint_steps", "eval_steps")
+def validate_top_level(base_model: type, config: Mapping | None) -> dict:
+  """The top-level keys of a flat config checked against the model class's declarations and
+  the run's (:mod:`open_seq2seq.training.run_params`), defaults filled in; the params of
+  the chosen parts are checked by :func:`resolve_config`.
+
+  Raises:
+    ConfigError: naming the key, with the closest valid key for a typo.
+  """
+  if not inspect.isclass(base_model) or not hasattr(base_model, "declared_params"):
+    raise ConfigError(f"base_model: expected a model class such as Text2Text, got {base_model!r}")
+  return validate_params(config, slots.top_level_declarations(base_model), "",
+                         owner=base_model.__name__)
 
 
-def _check_consistency(params: Mapping, mode: str) -> None:
-  if params["max_steps"] is not None and params["num_epochs"] is not None:
-    raise ConfigError("max_steps and num_epochs: give one of them, not both")
-  if mode in ("train", "train_eval"):
-    if params["max_steps"] is None and params["num_epochs"] is None:
-      raise ConfigError("max_steps: training needs max_steps or num_epochs in the config")
-    if params["loss"] is None:
-      raise ConfigError("loss: training needs a loss class in the config")
-  for key in ("batch_size_per_gpu", "eval_batch_size_per_gpu", "iter_size", "num_gpus",
-              "num_checkpoints", "max_steps", "num_epochs", *PERIOD_KEYS):
+def _check_model_settings(params: Mapping, mode: str) -> None:
+  if mode in ("train", "train_eval") and params["loss"] is None:
+    raise ConfigError("loss: training needs a loss class in the config")
+  for key in ("batch_size_per_gpu", "eval_batch_size_per_gpu"):
     if params[key] is not None and params[key] < 1:
-      hint = " (None turns it off)" if key in PERIOD_KEYS else ""
-      raise ConfigError(f"{key}: must be at least 1{hint}, got {params[key]}")
-  if params["bench_start"] < 0:
-    raise ConfigError(f"bench_start: must be at least 0, got {params['bench_start']}")
+      raise ConfigError(f"{key}: must be at least 1, got {params[key]}")
 
 
 def load_config(path: str, mode: str, overrides: list[str] | None = None,
@@ -344,6 +344,7 @@ def config_to_yaml(configs: Mapping[str, Mapping[str, Any]]) -> str:
                         sort_keys=True, default_flow_style=False, allow_unicode=True, width=100)
 
 
-__all__ = ["MODES", "load_config", "load_config_module", "mode_config", "apply_overrides",
-           "parse_overrides", "read_overrides_file", "Parsed", "resolve_config", "deep_merge",
+__all__ = ["MODES", "PERIOD_KEYS", "load_config", "load_config_module", "mode_config",
+           "apply_overrides", "parse_overrides", "read_overrides_file", "Parsed",
+           "resolve_config", "validate_top_level", "deep_merge",
            "config_to_text", "config_to_yaml"]

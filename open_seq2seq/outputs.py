@@ -1,11 +1,23 @@
 """What a model hands back to the toolkit: inference outputs and sample summaries.
 
 A model *formats* (text lines, CSV rows, a pickle of logits, WAV files, an image for
-TensorBoard); the toolkit *writes*. :class:`OutputSink` is the one writer of inference
-outputs: it puts records back in input order, writes on the chief only, and writes every
-file under a temporary name renamed into place, so a crash never leaves half a file.
-Sample summaries (images, audio, text) go to TensorBoard through
-``training.reporting.Summaries.samples``.
+TensorBoard); the toolkit *writes*. Inference scales with the processes:
+
+* each process formats its own share of the inputs, a chunk at a time
+  (``model.finalize_inference`` on a few batches' results), and sends the formatted
+  outputs to the chief only;
+* the chief's ``OutputStream`` (:mod:`open_seq2seq.output_sink`) writes them as they arrive: a per-example file
+  (:class:`WavFile`, :class:`PngFile`) at once, and the records of a line file
+  (:class:`TextLines`, :class:`CsvRows`) in input order through an ``OrderRestorer``,
+  each line as soon as every earlier example is finished. A line file is written under a
+  temporary name and renamed into place at the end of the pass, so a crash never leaves
+  half a file. An output that cannot stream (a :class:`PickledObject`, e.g. every
+  utterance's logits) is merged on the chief and written at the end.
+
+Paths: an output without a path goes to the run's ``--infer_output_file``; a relative path
+is relative to the output directory the toolkit chooses (the run's logdir), so models never
+choose where a run's files go. Sample summaries (images, audio, text) go to TensorBoard
+through ``training.reporting.Summaries.samples``.
 """
 
 from __future__ import annotations
@@ -13,9 +25,8 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import os
 import pickle
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -23,6 +34,11 @@ from open_seq2seq.utils.io import atomic_open
 
 
 # ----------------------------------------------------------------------------- inference outputs
+#: Folders (relative to the run's directory) of the audio that infer and interactive_infer
+#: write, one file per input.
+INFER_AUDIO, INTERACTIVE_AUDIO = "infer_audio", "interactive_audio"
+
+
 @dataclasses.dataclass
 class TextLines:
   """One line per example, written in input order.
@@ -37,13 +53,13 @@ class TextLines:
   header: str = ""
   path: str | None = None
 
+  def lines(self, resolve: Callable[[str], str] = str) -> tuple[str, list[tuple[int, str]]]:
+    """(header, ``(id, line)`` records); ``resolve`` maps output-relative paths (unused)."""
+    return self.header, list(self.records)
+
   def write(self, path: str) -> int:
-    with atomic_open(path) as f:
-      if self.header:
-        f.write(self.header + "\n")
-      for _, line in sorted(self.records, key=lambda record: record[0]):
-        f.write(line + "\n")
-    return len(self.records)
+    from open_seq2seq.output_sink import OutputSink  # the writer sits above the outputs
+    return OutputSink(path).write([dataclasses.replace(self, path=None)])[0][1]
 
 
 def csv_line(*fields: str) -> str:
@@ -61,21 +77,38 @@ class CsvRows:
     records: ``(example id, (field, ...))`` pairs in any order.
     columns: the header row (empty: none).
     path: where to write; None means the run's ``--infer_output_file``.
+    path_columns: columns holding paths of other outputs (relative to the output
+      directory): the file gets them as written, e.g. ``<logdir>/infer_audio/a.wav``.
   """
 
   records: Sequence[tuple[int, Sequence[str]]]
   columns: Sequence[str] = ()
   path: str | None = None
+  path_columns: Sequence[str] = ()
+
+  def lines(self, resolve: Callable[[str], str] = str) -> tuple[str, list[tuple[int, str]]]:
+    """(header, ``(id, CSV line)`` records), path columns resolved by ``resolve``."""
+    positions = [list(self.columns).index(name) for name in self.path_columns]
+    records = []
+    for index, fields in self.records:
+      fields = list(fields)
+      for p in positions:
+        fields[p] = resolve(fields[p])
+      records.append((index, csv_line(*fields)))
+    return (csv_line(*self.columns) if self.columns else ""), records
 
   def write(self, path: str) -> int:
-    lines = TextLines([(i, csv_line(*fields)) for i, fields in self.records],
-                      csv_line(*self.columns) if self.columns else "")
-    return lines.write(path)
+    from open_seq2seq.output_sink import OutputSink  # the writer sits above the outputs
+    return OutputSink(path).write([dataclasses.replace(self, path=None)])[0][1]
 
 
 @dataclasses.dataclass
 class PickledObject:
-  """Any picklable object (e.g. ``{wav_filename: logits}`` for offline decoding)."""
+  """Any picklable object (e.g. ``{wav_filename: logits}`` for offline decoding).
+
+  It cannot stream: the chief merges the chunks of a pass (dicts with the same path are
+  united) and writes the result at the end.
+  """
 
   obj: Any
   path: str
@@ -120,31 +153,6 @@ class PngFile:
 
 
 InferenceOutput = TextLines | CsvRows | PickledObject | WavFile | PngFile
-
-
-class OutputSink:
-  """Writes a model's inference outputs: on the chief only, in input order, atomically.
-
-  Args:
-    default_path: where outputs without a path of their own go (``--infer_output_file``).
-    write: False on every process but the chief.
-  """
-
-  def __init__(self, default_path: str, write: bool = True):
-    self.default_path = default_path
-    self.enabled = write
-
-  def write(self, outputs: Sequence[InferenceOutput]) -> list[tuple[str, int]]:
-    """Writes each output; returns ``(path, number of records)`` per file written."""
-    if not self.enabled:
-      return []
-    written = []
-    for output in outputs:
-      path = output.path or self.default_path
-      directory = os.path.dirname(os.path.abspath(path))
-      os.makedirs(directory, exist_ok=True)
-      written.append((path, output.write(path)))
-    return written
 
 
 # ----------------------------------------------------------------------------- sample summaries

@@ -9,7 +9,7 @@ table :data:`SLOTS` drives
   anything is built;
 * command-line overrides (``--encoder_params/num_layers=2``): :func:`chosen_declarations`;
 * ``run.py --help_params``: :func:`help_params`;
-* the generated ``docs/config_reference.md`` (``open_seq2seq.utils.reference``), which lists
+* the generated ``docs/config_reference.md`` (``open_seq2seq.reference``), which lists
   each slot's documented choices (:attr:`Slot.catalog`).
 
 Adding a slot means adding a row here (and declaring its two keys on the model).
@@ -115,7 +115,7 @@ def _lr_policy_declarations(policy: Any) -> Declarations | None:
 
 
 def _regularizer_declarations(regularizer: Any) -> Declarations | None:
-  from open_seq2seq.optimizers import regularizer_declarations
+  from open_seq2seq.utils.regularizers import regularizer_declarations
   return regularizer_declarations(regularizer) if callable(regularizer) else None
 
 
@@ -157,7 +157,7 @@ def _lr_policy_choices() -> list[Choice]:
 
 
 def _regularizer_choices() -> list[Choice]:
-  from open_seq2seq.optimizers import REGULARIZERS
+  from open_seq2seq.utils.regularizers import REGULARIZERS
   return [Choice(f"keras.regularizers.{r.__name__}", r, first_doc_line(r))
           for r in REGULARIZERS]
 
@@ -233,6 +233,19 @@ SLOTS: tuple[Slot, ...] = (
 )
 
 
+def top_level_declarations(base_model: type) -> Declarations:
+  """The keys a flat config file may set at its top level: the run's
+  (:data:`open_seq2seq.training.run_params.RUN_PARAMS`) and the model class's, which may not
+  declare a run key again."""
+  from open_seq2seq.training.run_params import RUN_PARAMS
+  declared = base_model.declared_params()
+  clash = sorted(set(declared) & set(RUN_PARAMS))
+  if clash:
+    raise ConfigError(f"{base_model.__name__}: declares {clash[0]}, a key of the run "
+                      f"(training/run_params.py); a model declares only what shapes it")
+  return {**RUN_PARAMS, **declared}
+
+
 def slot_of(params_key: str) -> Slot | None:
   """The slot whose params key is ``params_key`` (``"encoder_params"``), if any."""
   return next((slot for slot in SLOTS if slot.params_key == params_key), None)
@@ -301,7 +314,7 @@ def ignored_settings(base_model: type, config: Mapping[str, Any]) -> list[str]:
       elif param.nested() is not None:
         walk(value, param.nested(), path)
 
-  walk(config, base_model.declared_params(), "")
+  walk(config, top_level_declarations(base_model), "")
   # keys of the parts that change nothing with this model family
   family = getattr(base_model, "ignored_combinations", None)
   if callable(family):
@@ -326,9 +339,13 @@ def _same(value: Any, default: Any) -> bool:
 
 
 def help_params(base_model: type, config: Mapping[str, Any]) -> str:
-  """Markdown tables of the keys of ``base_model`` and of every part ``config`` chooses."""
+  """Markdown tables of the keys of ``base_model``, of the run and of every part ``config``
+  chooses."""
+  from open_seq2seq.training.run_params import GROUPS
   sections = [f"## {base_model.__name__} (top-level keys)\n",
               format_params_table(base_model.declared_params())]
+  for title, declared in GROUPS.items():
+    sections += [f"\n## Run: {title} (top-level keys)\n", format_params_table(declared)]
   for slot in SLOTS:
     declared, owner = chosen_declarations(slot, config)
     if declared is None:
@@ -340,5 +357,5 @@ def help_params(base_model: type, config: Mapping[str, Any]) -> str:
   return "\n".join(sections)
 
 
-__all__ = ["Choice", "Slot", "SLOTS", "slot_of", "chosen_declarations", "validate_slots",
+__all__ = ["Choice", "Slot", "SLOTS", "top_level_declarations", "slot_of", "chosen_declarations", "validate_slots",
            "ignored_settings", "help_params", "package_choices", "first_doc_line"]

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
   if args.checkpoints is not None and args.logdir:
     parser.error("--logdir goes with --last_n; --checkpoints names the checkpoints itself")
   logging.getLogger("tensorflow").setLevel(logging.ERROR)
-  from open_seq2seq.utils import averaging  # pylint: disable=import-outside-toplevel
+  from open_seq2seq.training import averaging  # pylint: disable=import-outside-toplevel
   try:
     if args.last_n is not None:
       checkpoints = averaging.last_checkpoints(args.logdir, args.last_n)

@@ -5,7 +5,7 @@
 
 For every ``*.py`` under the directory (OpenSeq2Seq's ``example_configs``, read from its
 sources; nothing is copied into this repository), the script ports the config with
-``open_seq2seq.utils.porting`` (as ``scripts/port_config.py`` does), loads the ported copy and
+``open_seq2seq.porting`` (as ``scripts/port_config.py`` does), loads the ported copy and
 validates it for every mode it defines (``train`` always; ``eval``, ``infer``,
 ``interactive_infer`` when it has their dicts) with this project's loader. Validation reads
 no data files, so the data need not exist. Each config gets one result:
@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from open_seq2seq import config as config_lib  # noqa: E402  pylint: disable=wrong-import-position
 from open_seq2seq import slots  # noqa: E402  pylint: disable=wrong-import-position
 from open_seq2seq.errors import ConfigError  # noqa: E402  pylint: disable=wrong-import-position
-from open_seq2seq.utils import porting  # noqa: E402  pylint: disable=wrong-import-position
+from open_seq2seq import porting  # noqa: E402  pylint: disable=wrong-import-position
 
 #: Which issue brings each OpenSeq2Seq class (or module) this project does not have yet.
 FAMILIES = {
@@ -165,11 +165,12 @@ def build_errors(params: dict, mode: str) -> list[str]:
   scaler, encoder, decoder, loss) as the model and the train step would; returns the errors.
   """
   # pylint: disable=import-outside-toplevel
-  from open_seq2seq.models.model import accepted_kwargs
-  from open_seq2seq.optimizers import get_optimizer, make_regularizer
+  from open_seq2seq.optimizers import get_optimizer
   from open_seq2seq.training.loss_scaling import make_loss_scaler
   from open_seq2seq.training.train_step import learning_rate
+  from open_seq2seq.utils.component import accepted_kwargs
   from open_seq2seq.utils.initializers import make_initializer
+  from open_seq2seq.utils.regularizers import make_regularizer
 
   errors = []
 

@@ -8,7 +8,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from open_seq2seq.utils.io import atomic_write_text  # noqa: E402
-from open_seq2seq.utils.reference import config_reference  # noqa: E402
+from open_seq2seq.reference import config_reference  # noqa: E402
 
 if __name__ == "__main__":
   path = os.path.join(ROOT, "docs", "config_reference.md")

@@ -7,7 +7,7 @@
 
 Every ``tf.contrib.*``, ``tf.layers.*``, ``tf.nn.rnn_cell.*``, TF 1 initializer and
 ``tf.train.*Optimizer`` name becomes its TF 2 / Keras 3 equivalent
-(``open_seq2seq.utils.porting.RENAMES``), ``open_seq2seq`` imports whose path differs here are
+(``open_seq2seq.porting.RENAMES``), ``open_seq2seq`` imports whose path differs here are
 rewritten, and the imports the new names need are added; every other byte stays as written.
 One note per rename and one warning per untranslatable name (with its line numbers) go to
 stderr. Exit status: 0, or 1 with --strict when there were warnings, 2 on errors.
@@ -24,7 +24,7 @@ import tokenize
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from open_seq2seq.utils import porting  # noqa: E402  pylint: disable=wrong-import-position
+from open_seq2seq import porting  # noqa: E402  pylint: disable=wrong-import-position
 from open_seq2seq.utils.io import atomic_open  # noqa: E402  pylint: disable=wrong-import-position
 
 

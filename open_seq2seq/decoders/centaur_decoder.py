@@ -63,7 +63,7 @@ class CentaurDecoder(Decoder):
   Returns ``spectrogram`` = ``decoder_spectrogram`` ([B, T, F_mel]), ``magnitude`` ("both"
   only), ``stop_token_logits`` [B, T] float32, ``alignments`` [B, steps, N] float32,
   ``final_sequence_lengths`` (frames; in free running where the stop token fired) and
-  ``src_length``. Frames and alignments past each length are zero.
+  ``src_lengths``. Frames and alignments past each length are zero.
   """
 
   PARAMS = {
@@ -332,10 +332,10 @@ class CentaurDecoder(Decoder):
   def call(self, input_dict: dict, training: bool | None = None) -> dict:
     encoder_output = input_dict["encoder_output"]
     values = encoder_output["outputs"]
-    src_length = tf.cast(encoder_output["src_length"], tf.int32)
+    src_lengths = tf.cast(encoder_output["src_lengths"], tf.int32)
     self._build_layers(values.shape[-1])
     memory = self._memory(values)
-    allowed = sequence_mask(src_length, tf.shape(values)[1])
+    allowed = sequence_mask(src_lengths, tf.shape(values)[1])
     training = bool(training)
     if "target_tensors" in input_dict:
       spec = input_dict["target_tensors"][0][:, :, :self.frame_features]
@@ -343,13 +343,13 @@ class CentaurDecoder(Decoder):
       mel, mag, stop, aligns = self._teacher_forced(memory, allowed, spec, lengths, training)
     else:
       max_steps = tf.cast(tf.math.ceil(self.params["max_frames_per_symbol"] * tf.cast(
-          tf.reduce_max(src_length), tf.float32) / self.r), tf.int32)
+          tf.reduce_max(src_lengths), tf.float32) / self.r), tf.int32)
       mel, mag, stop, aligns, lengths = self._free_running(memory, allowed,
                                                            tf.maximum(max_steps, 1))
     mask = sequence_mask(lengths, tf.shape(mel)[1], mel.dtype)[:, :, None]
     mel = mel * mask
     out = {"decoder_spectrogram": mel, "spectrogram": mel, "stop_token_logits": stop,
-           "final_sequence_lengths": lengths, "src_length": src_length}
+           "final_sequence_lengths": lengths, "src_lengths": src_lengths}
     if mag is not None:
       out["magnitude"] = mag * tf.cast(mask, mag.dtype)
     step_mask = sequence_mask(-(-lengths // self.r), tf.shape(aligns)[1], tf.float32)

@@ -10,7 +10,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, Decoder
+from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, EmbeddingSharingDecoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.convs2s.attention_wn_layer import AttentionLayerNormalized, source_scale
@@ -21,14 +21,13 @@ from open_seq2seq.parts.convs2s.utils import (SHARED_PARAMS, conv_layers,
                                             normalized_layer_kwargs, residual_scale)
 from open_seq2seq.parts.dropout import dropout, dropout_seed_generator
 from open_seq2seq.parts.transformer.utils import get_padding_mask
-from open_seq2seq.utils import keras_compat
 from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.params import Param
 
 _log = logging.getLogger(__name__)
 
 
-class ConvS2SDecoder(Decoder):
+class ConvS2SDecoder(EmbeddingSharingDecoder):
   """ConvS2S decoder with OpenSeq2Seq's parameter names.
 
   Each layer: ``(attention(conv(x)) + residual(x)) * scaling_factor`` with a causal conv
@@ -41,8 +40,8 @@ class ConvS2SDecoder(Decoder):
 
   With targets (teacher forcing) the decoder reads ``[GO_SYMBOL] + ids[:-1]`` and returns
   ``"logits"`` [B, T, vocab] float32 aligned with ``ids``, ``"outputs"`` (argmax) and
-  ``"final_sequence_lengths"``. Without targets it decodes at most ``src_length +
-  extra_decode_length`` tokens, greedily (``beam_size`` 1) or by beam search (GNMT length
+  ``"final_sequence_lengths"``. Without targets it decodes at most the source length +
+  ``extra_decode_length`` tokens, greedily (``beam_size`` 1) or by beam search (GNMT length
   penalty ``alpha``), and returns ``"outputs"`` [B, T'] int32 (PAD_SYMBOL after END_SYMBOL),
   ``"final_sequence_lengths"`` and ``"scores"``. Decoding is incremental: every conv keeps its
   last ``kernel_width - 1`` inputs in the search state, so a step costs one pass through the
@@ -50,6 +49,8 @@ class ConvS2SDecoder(Decoder):
 
   The vocabulary size is ``tgt_vocab_size`` if set, else ``vocab_size`` (from the model).
   """
+
+  EMBEDDING_WIDTH_KEY = "tgt_emb_size"
 
   PARAMS = {
       **SHARED_PARAMS,
@@ -102,7 +103,6 @@ class ConvS2SDecoder(Decoder):
       raise ConfigError(f"decoder_params/out_emb_size: {self.out_emb_size} differs from "
                         f"tgt_emb_size {emb}, but shared_embed projects with the embedding; "
                         f"make them equal or set shared_embed=False")
-    keras_compat.set_untracked(self, "_shared_embedding", None)
     policy = self.dtype_policy
     norm = normalized_layer_kwargs(p, policy)
     # Created even with shared_embed (unbuilt, so without variables): the fallback when the
@@ -150,52 +150,18 @@ class ConvS2SDecoder(Decoder):
         max(1.0 - self.params["embedding_dropout_keep_prob"],
             1.0 - self.params["out_dropout_keep_prob"]))
 
-  def reuse_embeddings(self, embedding: Any) -> None:
-    """Uses ``embedding`` (the encoder's ``embedding_softmax_layer``) as target embedding
-    and output projection; with None (an encoder without one) builds the decoder's own.
-
-    The model calls this when ``shared_embed`` is set, after building both components.
-
-    Raises:
-      ConfigError: if ``shared_embed`` is off, or the embedding's vocabulary size or width
-        differs from the target's.
-    """
-    p = self.params
-    if not p["shared_embed"]:
-      raise ConfigError("decoder_params/shared_embed: is False, so the decoder has its own "
-                        "target embedding and cannot reuse the encoder's")
-    if embedding is None or not hasattr(embedding, "linear"):
-      _log.warning("decoder_params/shared_embed: the encoder has no embedding_softmax_layer "
-                   "to share; the ConvS2S decoder uses its own target embedding")
-      if not self.embedding_softmax_layer.built:
-        # Under the decoder's name, as if built in build(): path convs2s_decoder/embedding/...
-        with keras.name_scope(self.name):
-          self.embedding_softmax_layer.build()
-      keras_compat.set_untracked(self, "_shared_embedding", self.embedding_softmax_layer)
-      return
-    vocab, width = getattr(embedding, "vocab_size", None), getattr(embedding, "hidden_size", None)
-    if vocab != self.vocab_size:
-      raise ConfigError(f"decoder_params/shared_embed: source ({vocab}) and target "
-                        f"({self.vocab_size}) vocabulary sizes differ; use a joint "
-                        f"vocabulary or shared_embed=False")
-    if width != p["tgt_emb_size"]:
-      raise ConfigError(f"decoder_params/tgt_emb_size: {p['tgt_emb_size']} differs from the "
-                        f"shared encoder embedding's width {width}; make them equal")
-    # Untracked: the encoder owns the shared layer (tracking it twice would list its
-    # variables twice).
-    keras_compat.set_untracked(self, "_shared_embedding", embedding)
+  def missing_shared_embedding(self) -> ConvS2SEmbedding:
+    """An encoder without an embedding (an RNN's) leaves the decoder its own, as in
+    OpenSeq2Seq, built now."""
+    _log.warning("decoder_params/shared_embed: the encoder has no embedding_softmax_layer "
+                 "to share; the ConvS2S decoder uses its own target embedding")
+    if not self.embedding_softmax_layer.built:
+      # Under the decoder's name, as if built in build(): path convs2s_decoder/embedding/...
+      with keras.name_scope(self.name):
+        self.embedding_softmax_layer.build()
+    return self.embedding_softmax_layer
 
   # ----------------------------------------------------------------- pieces
-  @property
-  def embedding(self) -> Any:
-    """Target embedding: the decoder's own or, with ``shared_embed``, the shared one."""
-    if not self.params["shared_embed"]:
-      return self.embedding_softmax_layer
-    if self._shared_embedding is None:
-      raise ConfigError("decoder_params/shared_embed: no embedding to share was handed "
-                        "over; call decoder.reuse_embeddings(encoder.embedding_softmax_layer)")
-    return self._shared_embedding
-
   def _memory(self, encoder_output: dict) -> tuple[tf.Tensor, ...]:
     """(keys, values, source mask, sqrt(source length)) from the encoder's output."""
     keys = encoder_output["outputs"]

@@ -52,7 +52,7 @@ class FullyConnectedCTCDecoder(Decoder):
   """Projects encoder outputs to ``tgt_vocab_size`` CTC classes (blank last).
 
   Returns ``logits`` [B, T, V] (float32, in every mode: the CTC loss and LM decoding need
-  them), ``src_length`` (logit lengths), ``outputs`` (decoded ids padded with -1) and
+  them), ``src_lengths`` (logit lengths), ``outputs`` (decoded ids padded with -1) and
   ``final_sequence_lengths``. Greedy decoding by default; ``use_beam_search`` runs
   TensorFlow's CTC beam search; ``use_language_model`` decodes the logits with pyctcdecode's
   beam search fused with a KenLM n-gram model, in worker processes on each process's own
@@ -121,7 +121,7 @@ class FullyConnectedCTCDecoder(Decoder):
       ids, id_lengths = ctc_beam_ids(logits, lengths, self.params["beam_width"])
     else:
       ids, id_lengths = ctc_greedy_ids(logits, lengths)
-    return {"logits": logits, "src_length": lengths, "outputs": ids,
+    return {"logits": logits, "src_lengths": lengths, "outputs": ids,
             "final_sequence_lengths": id_lengths}
 
   # ------------------------------------------------------------------ LM decoding

@@ -14,21 +14,14 @@ id and never meets it).
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Mapping
 
 from open_seq2seq.decoders.decoder import Decoder
 from open_seq2seq.decoders.fc_decoders import FullyConnectedCTCDecoder
 from open_seq2seq.decoders.las_decoder import ListenAttendSpellDecoder
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.utils.component import resolve_size
+from open_seq2seq.utils.component import accepted_kwargs, resolve_size
 from open_seq2seq.utils.params import Param, callable_or_class
-
-
-def _accepted(component: Any, offered: Mapping[str, Any]) -> dict[str, Any]:
-  """The keywords of ``offered`` that ``component``'s constructor names."""
-  names = inspect.signature(component).parameters
-  return {key: value for key, value in offered.items() if key in names}
 
 
 class JointCTCAttentionDecoder(Decoder):
@@ -70,22 +63,28 @@ class JointCTCAttentionDecoder(Decoder):
     for key, value in (("GO_SYMBOL", p["GO_SYMBOL"]), ("END_SYMBOL", p["END_SYMBOL"])):
       if value is not None:
         attn_params[key] = value
-    common = {"mode": mode, "dtype": p["dtype"] or dtype, "initializer": initializer}
+    # Passed as is (a sub-decoder that cannot take one fails naming it); sizes are offers.
+    common = {"mode": mode, "dtype": p["dtype"] or dtype}
+    if initializer is not None:
+      common["initializer"] = initializer
     ctc_alphabet = None
     if idx2char is not None:
       ctc_alphabet = {i: c for i, c in idx2char.items() if i < vocab_size - 2}
     self.attn_decoder = self._sub_decoder(
-        "attn_decoder", attn_params, vocab_size=vocab_size, go_symbol=go_symbol,
-        end_symbol=end_symbol, name="attn_decoder", **common)
+        "attn_decoder", attn_params,
+        {"vocab_size": vocab_size, "go_symbol": go_symbol, "end_symbol": end_symbol},
+        name="attn_decoder", **common)
     self.ctc_decoder = self._sub_decoder(
-        "ctc_decoder", dict(p["ctc_decoder_params"]), vocab_size=vocab_size - 1,
-        idx2char=ctc_alphabet, name="ctc_decoder", **common)
+        "ctc_decoder", dict(p["ctc_decoder_params"]),
+        {"vocab_size": vocab_size - 1, "idx2char": ctc_alphabet}, name="ctc_decoder", **common)
 
-  def _sub_decoder(self, key: str, params: dict, **offered: Any) -> Decoder:
+  def _sub_decoder(self, key: str, params: dict, offered: Mapping[str, Any],
+                   **kwargs: Any) -> Decoder:
+    """``offered`` sizes go to a sub-decoder that names them; ``kwargs`` always go."""
     klass = self.params[key]
     if hasattr(klass, "validate_params"):  # errors name the full key path
       params = klass.validate_params(params, prefix=f"{self.PARAMS_KEY}/{key}_params")
-    return klass(params, **_accepted(klass, offered))
+    return klass(params, **kwargs, **accepted_kwargs(klass, offered))
 
   def build(self, input_shape: Any = None) -> None:
     self.built = True

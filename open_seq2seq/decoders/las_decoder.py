@@ -45,7 +45,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.decoders.decoder import Decoder
+from open_seq2seq.decoders.decoder import MemoryDepthDecoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.rnns.attention import (AttentionDecoderCell, AttentionMemory,
@@ -96,7 +96,7 @@ class _LocationAttention(LocationSensitiveAttention):
     return super().location_alignments(query, memory, previous, zeros)
 
 
-class ListenAttendSpellDecoder(Decoder):
+class ListenAttendSpellDecoder(MemoryDepthDecoder):
   """Attention-based character decoder (module doc)."""
 
   PARAMS = {
@@ -158,7 +158,7 @@ class ListenAttendSpellDecoder(Decoder):
       self.dec_pos_table = self.add_weight(shape=(MAX_POSITIONS, p["tgt_emb_size"]),
                                            initializer=fresh(init),
                                            name="DecoderPositionEmbeddingMatrix")
-    self.enc_pos_table = None  # needs the memory's depth: created by _ensure_built
+    self.enc_pos_table = None  # needs the memory's depth: build_for_memory
     cell_class = keras.layers.LSTMCell if p["rnn_type"] == "lstm" else keras.layers.GRUCell
     cells = [cell_class(p["hidden_dim"], kernel_initializer=fresh(init),
                         recurrent_initializer=fresh(init), dtype=policy, name=f"cell_{i}")
@@ -174,7 +174,6 @@ class ListenAttendSpellDecoder(Decoder):
     if keep < 1.0:
       # A variable: checkpoints hold it, so a resumed run draws the same dropout masks.
       self.seed_generator = keras.random.SeedGenerator(name="dropout_seed")
-    self._memory_depth = None
     self.built = True
 
   def _mechanism(self, attention: dict, init: Any) -> Any:
@@ -201,15 +200,7 @@ class ListenAttendSpellDecoder(Decoder):
   def build(self, input_shape: Any = None) -> None:
     self.built = True
 
-  def _ensure_built(self, memory_depth: int | None) -> None:
-    """Creates the cells', attention's and projection's variables for this memory depth."""
-    if memory_depth is None:
-      raise ValueError("the encoder's outputs need a static last dimension")
-    if self._memory_depth is not None:
-      if memory_depth != self._memory_depth:
-        raise ValueError(f"encoder outputs of depth {memory_depth}; this decoder was built "
-                         f"for {self._memory_depth}")
-      return
+  def build_for_memory(self, memory_depth: int) -> None:
     p = self.params
     if p["pos_embedding"]:
       self.enc_pos_table = self.add_weight(shape=(MAX_POSITIONS, memory_depth),
@@ -217,7 +208,6 @@ class ListenAttendSpellDecoder(Decoder):
                                            name="EncoderPositionEmbeddingMatrix")
     self.cell.build_for(p["tgt_emb_size"], memory_depth)
     self.output_projection.build((None, self.cell.output_size(memory_depth)))
-    self._memory_depth = memory_depth
 
   # ----------------------------------------------------------------- pieces
   def _positions(self, table: Any, positions: tf.Tensor) -> tf.Tensor:
@@ -305,7 +295,7 @@ class ListenAttendSpellDecoder(Decoder):
                                        pad_id=self.end_symbol)
       ids, scores, lengths = result.ids[:, 0], result.scores[:, 0], result.lengths[:, 0]
     return {"outputs": ids, "final_sequence_lengths": lengths, "scores": scores,
-            "src_length": src_lengths}
+            "src_lengths": src_lengths}
 
 
 __all__ = ["ListenAttendSpellDecoder", "ATTENTION_PARAMS"]

@@ -36,7 +36,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, Decoder
+from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, MemoryDepthDecoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.rnns.attention import (AttentionDecoderCell, AttentionMemory,
@@ -57,7 +57,7 @@ def _takes(cls: Any, keyword: str) -> bool:
     return False
 
 
-class RNNDecoderWithAttention(Decoder):
+class RNNDecoderWithAttention(MemoryDepthDecoder):
   """Stacked recurrent cells with attention; greedy decoding at inference (module doc)."""
 
   PARAMS = {
@@ -166,9 +166,8 @@ class RNNDecoderWithAttention(Decoder):
     if p["decoder_dp_input_keep_prob"] < 1.0 or p["decoder_dp_output_keep_prob"] < 1.0:
       # A variable: checkpoints hold it, so a resumed run draws the same dropout masks.
       self.seed_generator = keras.random.SeedGenerator(name="dropout_seed")
-    self._memory_depth = None
     # The cells' and attention's variables need the memory's depth; they are created at the
-    # first call (before any while_loop), see _ensure_built.
+    # first call (before any while_loop): build_for_memory.
     self.built = True
 
   # ----------------------------------------------------------------- construction
@@ -232,15 +231,7 @@ class RNNDecoderWithAttention(Decoder):
   def build(self, input_shape: Any = None) -> None:
     self.built = True
 
-  def _ensure_built(self, memory_depth: int | None) -> None:
-    """Creates the cells', attention's and projection's variables for this memory depth."""
-    if memory_depth is None:
-      raise ValueError("the encoder's outputs need a static last dimension")
-    if self._memory_depth is not None:
-      if memory_depth != self._memory_depth:
-        raise ValueError(f"encoder outputs of depth {memory_depth}; this decoder was built "
-                         f"for {self._memory_depth}")
-      return
+  def build_for_memory(self, memory_depth: int) -> None:
     p = self.params
     self.cell.build_for(p["tgt_emb_size"], memory_depth)
     output_size = self.cell.output_size(memory_depth)
@@ -249,7 +240,6 @@ class RNNDecoderWithAttention(Decoder):
                         f"must have tgt_emb_size ({p['tgt_emb_size']}) values to share the "
                         f"projection with the embedding")
     self.output_projection.build((None, output_size))
-    self._memory_depth = memory_depth
 
   # ----------------------------------------------------------------- pieces
   def _embedding_table(self) -> tf.Tensor:

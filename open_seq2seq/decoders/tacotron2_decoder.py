@@ -47,7 +47,7 @@ class Tacotron2Decoder(Decoder):
   Returns ``spectrogram`` (decoder output + postnet residual, [B, T, F_mel]),
   ``decoder_spectrogram`` (before the postnet), ``magnitude`` ("both" only), ``stop_token_logits``
   [B, T], ``alignments`` [B, steps, N] float32, ``final_sequence_lengths`` (frames; in free
-  running where the stop token fired) and ``src_length``.
+  running where the stop token fired) and ``src_lengths``.
   """
 
   PARAMS = {
@@ -267,10 +267,10 @@ class Tacotron2Decoder(Decoder):
   def call(self, input_dict: dict, training: bool | None = None) -> dict:
     encoder_output = input_dict["encoder_output"]
     values = encoder_output["outputs"]
-    src_length = tf.cast(encoder_output["src_length"], tf.int32)
+    src_lengths = tf.cast(encoder_output["src_lengths"], tf.int32)
     depth = values.shape[-1]
     self._build_step_layers(depth)
-    memory = self.attention.prepare(values, src_length) if self.attention is not None else None
+    memory = self.attention.prepare(values, src_lengths) if self.attention is not None else None
     batch = tf.shape(values)[0]
     training = bool(training)
     if "target_tensors" in input_dict:
@@ -279,7 +279,7 @@ class Tacotron2Decoder(Decoder):
       lengths = tf.cast(input_dict["target_tensors"][2], tf.int32)
     else:
       max_steps = tf.cast(tf.math.ceil(self.params["max_frames_per_symbol"] * tf.cast(
-          tf.reduce_max(src_length), tf.float32) / self.r), tf.int32)
+          tf.reduce_max(src_lengths), tf.float32) / self.r), tf.int32)
       decoded, stop, aligns, lengths = self._free_running(memory, depth, batch,
                                                           tf.maximum(max_steps, 1))
     frames = tf.shape(decoded)[1]
@@ -288,7 +288,7 @@ class Tacotron2Decoder(Decoder):
       spectrogram = decoded + self.postnet(decoded, lengths, training=training)
     out = {"decoder_spectrogram": decoded, "spectrogram": spectrogram,
            "stop_token_logits": stop, "final_sequence_lengths": lengths,
-           "src_length": src_length}
+           "src_lengths": src_lengths}
     if self.num_mag:
       out["magnitude"] = self._magnitude(spectrogram, lengths, training)
     if self.params["mask_decoder_sequence"]:

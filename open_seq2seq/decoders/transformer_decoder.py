@@ -9,7 +9,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, Decoder
+from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, EmbeddingSharingDecoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.transformer.attention import Attention, SelfAttention
@@ -23,7 +23,6 @@ from open_seq2seq.parts.transformer.utils import (SHARED_PARAMS, ResidualNorm,
                                                   get_decoder_self_attention_bias,
                                                   get_padding_bias, get_padding_mask,
                                                   get_position_encoding)
-from open_seq2seq.utils import keras_compat
 from open_seq2seq.utils.component import resolve_size
 from open_seq2seq.utils.params import Param
 
@@ -74,7 +73,7 @@ class TransformerDecoderLayer(keras.layers.Layer):
     return x if cache is None else (x, cache)
 
 
-class TransformerDecoder(Decoder):
+class TransformerDecoder(EmbeddingSharingDecoder):
   """Transformer decoder with OpenSeq2Seq's parameter names.
 
   Input: ``{"encoder_output": dict, "target_tensors": (ids [B, T], lengths [B])}``; the
@@ -85,9 +84,9 @@ class TransformerDecoder(Decoder):
   ``"logits"`` [B, T, vocab] float32 aligned with ``ids``, ``"outputs"`` (their argmax) and
   ``"final_sequence_lengths"`` (the target lengths).
 
-  Without targets it decodes incrementally (cached keys/values) for at most
-  ``src_length + extra_decode_length`` tokens per example: greedily when ``beam_size`` is 1,
-  else by beam search with the GNMT length penalty ``alpha``. It returns ``"outputs"``
+  Without targets it decodes incrementally (cached keys/values) for at most the source
+  length + ``extra_decode_length`` tokens per example: greedily when ``beam_size`` is 1, else
+  by beam search with the GNMT length penalty ``alpha``. It returns ``"outputs"``
   [B, T'] int32 (best hypothesis, no GO symbol, PAD_SYMBOL after END_SYMBOL),
   ``"final_sequence_lengths"`` [B] (tokens including END_SYMBOL) and ``"scores"`` [B]
   (length-penalised score of the best beam; summed log-probability when greedy).
@@ -131,8 +130,6 @@ class TransformerDecoder(Decoder):
       if p[key] < minimum:
         raise ConfigError(f"decoder_params/{key}: must be >= {minimum}, got {p[key]}")
     self.vocab_size = resolve_size(p, "tgt_vocab_size", vocab_size, "decoder_params")
-    # Set outside Keras attribute tracking (see reuse_embeddings).
-    keras_compat.set_untracked(self, "_shared_embedding", None)
     initializer = self.kernel_initializer()
     policy = self.dtype_policy
     hidden = p["hidden_size"]
@@ -171,40 +168,7 @@ class TransformerDecoder(Decoder):
       self.output_normalization.build((None, hidden))
     self.seed_generator = dropout_seed_generator(self.params["layer_postprocess_dropout"])
 
-  def reuse_embeddings(self, embedding: Any) -> None:
-    """Uses ``embedding`` (the encoder's ``embedding_softmax_layer``) as target embedding.
-
-    The model calls this when ``shared_embed`` is set, after building both components.
-
-    Raises:
-      ConfigError: if ``shared_embed`` is off, ``embedding`` is not an
-        :class:`EmbeddingSharedWeights` or its vocabulary size differs from the target's.
-    """
-    if not self.params["shared_embed"]:
-      raise ConfigError("decoder_params/shared_embed: is False, so the decoder has its own "
-                        "target embedding and cannot reuse the encoder's")
-    if not isinstance(embedding, EmbeddingSharedWeights):
-      raise ConfigError("decoder_params/shared_embed: the model's encoder has no "
-                        "embedding_softmax_layer to share (use a TransformerEncoder)")
-    if embedding.vocab_size != self.vocab_size:
-      raise ConfigError(f"decoder_params/shared_embed: source ({embedding.vocab_size}) and "
-                        f"target ({self.vocab_size}) vocabulary sizes differ; use a joint "
-                        f"vocabulary or shared_embed=False")
-    # Bypasses Keras attribute tracking: the encoder owns the shared layer, and tracking it
-    # here too would list its variable twice in the model's variables.
-    keras_compat.set_untracked(self, "_shared_embedding", embedding)
-
   # ----------------------------------------------------------------- pieces
-  @property
-  def embedding(self) -> EmbeddingSharedWeights:
-    """Target embedding: the decoder's own or, with ``shared_embed``, the encoder's."""
-    if not self.params["shared_embed"]:
-      return self.embedding_softmax_layer
-    if self._shared_embedding is None:
-      raise ConfigError("decoder_params/shared_embed: no embedding to share was handed "
-                        "over; call decoder.reuse_embeddings(encoder.embedding_softmax_layer)")
-    return self._shared_embedding
-
   def _logits(self, x: tf.Tensor, embedding: EmbeddingSharedWeights,
               training: bool | None = False, padding_mask: tf.Tensor | None = None
               ) -> tf.Tensor:

@@ -9,7 +9,9 @@ The trainer is written once against :class:`Backend`. A backend decides
   replica function (:meth:`replica_sum`, for data-dependent initialization);
 * which shard of the data each process reads, who writes files (:attr:`is_chief`), how
   initial variables are made identical (:meth:`broadcast_variables`) and how eval/infer
-  results are gathered on the chief (:meth:`gather_objects`).
+  results are gathered: on every process (:meth:`gather_objects`, when every process needs
+  the outcome, e.g. eval metrics for early stopping) or on the chief alone
+  (:meth:`gather_to_chief`, for what only the chief writes: inference outputs).
 
 The default backend is one process on the default device; :func:`open_seq2seq.distributed.
 factory.make_backend` chooses the backend of a run.
@@ -129,6 +131,12 @@ class Backend:
   def gather_objects(self, objects: list) -> list:
     """Concatenation of every process's ``objects`` (on every process)."""
     return list(objects)
+
+  def gather_to_chief(self, objects: list) -> list | None:
+    """Concatenation of every process's ``objects`` (in worker order) on the chief; None on
+    the other processes, which get nothing back. Every process must call it, in the same
+    order as the other collectives."""
+    return list(objects) if self.is_chief else None
 
   def translate_error(self, error: BaseException) -> Exception | None:
     """A one-line user-facing error for ``error`` (a lost worker ...), or None to re-raise."""

@@ -5,15 +5,18 @@ Run under ``mpiexec -np N`` or ``horovodrun -np N`` with ``use_horovod: True`` (
 whatever ``num_gpus``/``gpu_ids`` say (the chief prints a notice when they ask for more);
 the trainer's cross-replica sums become Horovod all-reduces (one fused group per step), the
 chief's initial variables are broadcast to all, and eval/infer results are gathered as Python
-objects. Keras 3 variables wrap a ``tf.Variable``: Horovod is given that (``v.value``).
+objects (on every rank, or on the chief alone through an all-to-all). Keras 3 variables
+wrap a ``tf.Variable``: Horovod is given that (``v.value``).
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 from typing import Any, Callable
 
+import numpy as np
 import tensorflow as tf
 
 from open_seq2seq.distributed import cluster
@@ -145,6 +148,23 @@ class HorovodBackend(Backend):
 
   def gather_objects(self, objects: list) -> list:
     return [item for part in self.hvd.allgather_object(list(objects)) for item in part]
+
+  def gather_to_chief(self, objects: list) -> list | None:
+    # An all-to-all in which every rank sends its whole payload to the chief and nothing to
+    # the others: the chief receives the payloads in rank order, the others nothing.
+    payload = np.frombuffer(pickle.dumps(list(objects), protocol=pickle.HIGHEST_PROTOCOL),
+                            np.uint8)
+    splits = [0] * self.hvd.size()
+    splits[0] = len(payload)
+    received, sizes = self.hvd.alltoall(tf.constant(payload),
+                                        splits=tf.constant(splits, tf.int32))
+    if not self.is_chief:
+      return None
+    data, gathered, start = received.numpy().tobytes(), [], 0
+    for size in sizes.numpy().tolist():
+      gathered.extend(pickle.loads(data[start:start + size]))
+      start += size
+    return gathered
 
   def translate_error(self, error: BaseException) -> Exception | None:
     text = str(error).strip()

@@ -9,7 +9,8 @@
   collective is also bounded by ``OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT`` seconds (default 1800), so
   the job stops with :class:`open_seq2seq.errors.WorkerLostError` instead of hanging.
   ``OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB`` splits the gradients' all-reduce into packs of that many
-  MB, which overlap the backward pass (default: one pack).
+  MB, which overlap the backward pass (default: one pack). Inference outputs reach the chief
+  alone through the coordination service's key-value store (:mod:`.coordination`).
 
 Variables are created under the strategy's scope; the multi-worker strategy broadcasts their
 initial values from the chief when they are created, so every worker starts identical.
@@ -26,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 import tensorflow as tf
 
-from open_seq2seq.distributed import cluster
+from open_seq2seq.distributed import cluster, coordination
 from open_seq2seq.distributed.backend import Backend
 # WorkerLostError lives in open_seq2seq.errors; importing it here keeps
 # ``from open_seq2seq.distributed.strategies import WorkerLostError`` working.
@@ -173,6 +174,7 @@ class MultiWorkerBackend(StrategyBackend):
     per_worker = len(params.get("gpu_ids") or []) or params.get("num_gpus") or 1
     _bind_local_gpus(info, per_worker)
     timeout = timeout or float(os.environ.get(TIMEOUT_VAR, DEFAULT_COLLECTIVE_TIMEOUT))
+    self._timeout = timeout
     implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL
                       if tf.config.list_physical_devices("GPU")
                       else tf.distribute.experimental.CommunicationImplementation.RING)
@@ -192,6 +194,8 @@ class MultiWorkerBackend(StrategyBackend):
     # Collectives run inside tf.functions: eager ones are slow and warn on MWMS.
     self._gather = tf.function(self._gather_fn, autograph=False)
     self._barrier = tf.function(self._barrier_fn, autograph=False)
+    self._store = coordination.key_value_store()
+    self._sends = 0  # gather_to_chief calls so far: every process counts the same
 
   def _gather_fn(self, value):
     return self.strategy.gather(value, axis=0)
@@ -231,6 +235,25 @@ class MultiWorkerBackend(StrategyBackend):
     gathered: list = []
     for row, length in zip(rows, lengths):
       gathered.extend(pickle.loads(row.view(np.uint8)[:length].tobytes()))
+    return gathered
+
+  def gather_to_chief(self, objects: list) -> list | None:
+    # A worker's objects go to the chief alone, through the coordination service's
+    # key-value store (an all-gather would hand every payload to every worker). The worker
+    # does not wait for the chief to read them; the chief reads them in worker order.
+    if self._store is None:
+      gathered = self.gather_objects(objects)
+      return gathered if self.is_chief else None
+    self._sends += 1
+    prefix = f"open_seq2seq/gather_to_chief/{self._sends}"
+    if not self.is_chief:
+      coordination.send(self._store, f"{prefix}/{self.worker_index}", list(objects))
+      return None
+    gathered = list(objects)
+    for worker in range(self.num_workers):
+      if worker != self.worker_index:
+        gathered.extend(coordination.receive(self._store, f"{prefix}/{worker}",
+                                             self._timeout))
     return gathered
 
   def barrier(self) -> None:

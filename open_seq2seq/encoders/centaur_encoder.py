@@ -35,7 +35,7 @@ class CentaurEncoder(Encoder):
   Transformer's), go through ``conv_layers`` (conv + batch norm + activation + dropout,
   residual by default, "SAME" length; padding is never read) and a linear projection to
   ``output_size`` without bias. Returns ``outputs`` [B, N, output_size] (zero past each
-  length) and ``src_length`` / ``src_lengths``; the decoder builds its attention mask from
+  length) and ``src_lengths``; the decoder builds its attention mask from
   the lengths (OpenSeq2Seq passed an ``inputs_attention_bias`` instead).
   """
 
@@ -106,4 +106,4 @@ class CentaurEncoder(Encoder):
       x = conv(x, lengths, training=training)
     x = self.linear_projection(x)
     x = x * tf.cast(sequence_mask(lengths, tf.shape(x)[1]), x.dtype)[:, :, None]
-    return {"outputs": x, "src_length": lengths, "src_lengths": lengths}
+    return {"outputs": x, "src_lengths": lengths}

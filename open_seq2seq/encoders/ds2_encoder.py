@@ -143,4 +143,4 @@ class DeepSpeech2Encoder(Encoder):
       x = self.row_conv(tf.pad(x, [[0, 0], [0, self.params["row_conv_width"] - 1], [0, 0]]))
     x = self._drop(act(self.fc(x)), training)
     x = x * tf.cast(mask, x.dtype)[:, :, None]
-    return {"outputs": x, "src_lengths": lengths, "src_length": lengths}
+    return {"outputs": x, "src_lengths": lengths}

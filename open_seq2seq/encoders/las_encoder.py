@@ -73,8 +73,7 @@ class ListenAttendSpellEncoder(Encoder):
 
   Input ``{"source_tensors": (features [B, T, F], lengths [B])}``; returns ``outputs``
   [B, T', D] (D: twice the last block's ``hidden_dim``, or the last conv's channels without
-  recurrent blocks; zeros past each length) and ``src_lengths`` [B] (also as
-  ``src_length``, OpenSeq2Seq's key).
+  recurrent blocks; zeros past each length) and ``src_lengths`` [B].
   """
 
   PARAMS = {
@@ -156,7 +155,7 @@ class ListenAttendSpellEncoder(Encoder):
         x = tf.nn.max_pool1d(x, size, stride, "VALID")
         lengths = tf.maximum((lengths - size) // stride + 1, 0)
     x = x * sequence_mask(lengths, tf.shape(x)[1], x.dtype)[:, :, None]
-    return {"outputs": x, "src_lengths": lengths, "src_length": lengths}
+    return {"outputs": x, "src_lengths": lengths}
 
 
 __all__ = ["ListenAttendSpellEncoder"]

@@ -112,7 +112,7 @@ class Tacotron2Encoder(Encoder):
   batch norm + activation + dropout, padding never read), then ``num_rnn_layers``
   bidirectional LSTM layers of ``rnn_cell_dim`` units per direction (zoneout when
   ``zoneout_prob`` > 0; dropout ``rnn_dropout_prob`` between layers). Returns ``outputs``
-  [B, N, 2 * rnn_cell_dim] and ``src_length``.
+  [B, N, 2 * rnn_cell_dim] and ``src_lengths``.
   """
 
   PARAMS = {
@@ -234,7 +234,7 @@ class Tacotron2Encoder(Encoder):
       if self.rnn_dropout is not None:
         x = self.rnn_dropout(x, training=training)
     x = x * tf.cast(mask, x.dtype)[:, :, None]
-    result = {"outputs": x, "src_length": lengths, "src_lengths": lengths}
+    result = {"outputs": x, "src_lengths": lengths}
     if self.style_tokens is not None:
       style, weights = self.style_embedding(source, training)
       style = tf.tile(tf.cast(style, x.dtype)[:, None], [1, tf.shape(x)[1], 1])

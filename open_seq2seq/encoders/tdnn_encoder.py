@@ -166,7 +166,7 @@ class TDNNEncoder(Encoder):
         x, lengths = layer(x, lengths, residuals=residuals if last else None,
                            training=training, branch_scale=scales.get(b) if last else None)
     x = x * sequence_mask(lengths, tf.shape(x)[1], x.dtype)[:, :, None]
-    return {"outputs": x, "src_lengths": lengths, "src_length": lengths}
+    return {"outputs": x, "src_lengths": lengths}
 
   def branch_scales(self, training: bool | None) -> dict[int, tf.Tensor]:
     """Scale of each residual block's conv branch for this call, by block index: in

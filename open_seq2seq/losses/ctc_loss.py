@@ -47,7 +47,7 @@ def ctc_loss_per_utterance(labels: tf.Tensor, label_lengths: tf.Tensor, logits: 
 class CTCLoss(Loss):
   """CTC loss summed over the batch's utterances; the weight is the number of utterances.
 
-  Reads ``decoder_output["logits"]`` [B, T, V] and ``decoder_output["src_length"]`` (logit
+  Reads ``decoder_output["logits"]`` [B, T, V] and ``decoder_output["src_lengths"]`` (logit
   lengths) and the targets ``(ids, lengths)``. The trainer divides by the global number of
   utterances, so the reported loss is OpenSeq2Seq's mean CTC loss per utterance.
   """
@@ -64,7 +64,7 @@ class CTCLoss(Loss):
     decoder_output = input_dict["decoder_output"]
     ids, id_lengths = input_dict["target_tensors"]
     losses = ctc_loss_per_utterance(ids, id_lengths, decoder_output["logits"],
-                                    decoder_output["src_length"])
+                                    decoder_output["src_lengths"])
     if self.params["mask_nan"]:
       losses = tf.where(tf.math.is_finite(losses), losses, tf.zeros_like(losses))
     weight = tf.cast(tf.shape(losses)[0], tf.float32)

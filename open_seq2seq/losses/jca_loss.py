@@ -40,7 +40,7 @@ class MultiTaskCTCEntropyLoss(Loss):
   """``(1 - lambda) * attention cross entropy + lambda * CTC`` (module doc).
 
   Reads ``decoder_output["seq_outputs"]`` (``logits`` of the attention decoder) and
-  ``decoder_output["ctc_outputs"]`` (``logits`` and ``src_length`` of the CTC decoder), as
+  ``decoder_output["ctc_outputs"]`` (``logits`` and ``src_lengths`` of the CTC decoder), as
   :class:`~open_seq2seq.decoders.jca_decoder.JointCTCAttentionDecoder` returns them.
   """
 

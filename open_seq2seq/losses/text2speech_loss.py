@@ -88,7 +88,7 @@ class Text2SpeechLoss(Loss):
     guided = self.guided_weight(step)
     if guided is not None:
       steps = -(-tf.cast(lengths, tf.int32) // self.r)
-      penalty = guided_attention_penalty(out["alignments"], out["src_length"], steps,
+      penalty = guided_attention_penalty(out["alignments"], out["src_lengths"], steps,
                                          self.params["guided_attention_sigma"])
       # Per decoder step, expressed per frame (r frames a step) so the weight counts frames.
       loss_sum += guided * float(self.r) * tf.reduce_sum(penalty)

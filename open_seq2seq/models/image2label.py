@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -123,8 +123,8 @@ class Image2Label(Model):
     return [(int(index), (int(c), float(p))) for index, c, p in
             zip(batch["id"], predicted, probability)]
 
-  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
-                        ) -> list[str]:
+  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                        resolve: Callable[[str], str] = str) -> list[str]:
     """``<class> <probability>`` for each image file given."""
     predicted, probability = self._predictions(outputs)
     return [f"{self._name(c)} {p:.4f}" for c, p in zip(predicted, probability)]

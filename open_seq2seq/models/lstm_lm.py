@@ -10,7 +10,7 @@ model's embedding and recurrent weights (matched by name and shape).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
@@ -203,8 +203,8 @@ class LSTMLM(Model):
     return [(int(i), (int(c), float(p))) for i, c, p in zip(batch["id"], predicted,
                                                              probability)]
 
-  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
-                        ) -> list[str]:
+  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                        resolve: Callable[[str], str] = str) -> list[str]:
     results = sorted(self.infer(batch, outputs), key=lambda r: r[0])
     if self.is_lm:
       return [text for _, text in results]

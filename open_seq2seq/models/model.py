@@ -12,8 +12,7 @@ and never change for a new family.
 
 from __future__ import annotations
 
-import inspect
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import keras
 import numpy as np
@@ -21,37 +20,20 @@ import tensorflow as tf
 
 from open_seq2seq.data.description import DataDescription
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.optimizers.larc import LARC_PARAMS_TYPE
-from open_seq2seq.training.early_stopping import EARLY_STOPPING_TYPE
 from open_seq2seq.outputs import InferenceOutput, SampleSummary, TextLines
 from open_seq2seq.parts import data_init
-from open_seq2seq.training.step_summaries import SUMMARY_NAMES, SUMMARY_NAMES_TYPE
+from open_seq2seq.utils.component import accepted_kwargs
 from open_seq2seq.utils.initializers import make_initializer
 from open_seq2seq.utils.params import AnyType, Configurable, Param, callable_or_class
-
-_STEPS = (int, None)
-
-
-def accepted_kwargs(component: Callable, offered: Mapping[str, Any]) -> dict[str, Any]:
-  """The keyword arguments of ``offered`` that ``component``'s constructor names.
-
-  A family offers every component of a slot the same inputs (a Text2Text loss is offered
-  ``vocab_size``); each component takes those it declares, so a loss that needs no
-  vocabulary size does not have to accept one.
-  """
-  try:
-    parameters = inspect.signature(component).parameters.values()
-  except (TypeError, ValueError):  # no introspectable signature: offer everything
-    return dict(offered)
-  if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-    return dict(offered)
-  names = {p.name for p in parameters
-           if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
-  return {key: value for key, value in offered.items() if key in names}
 
 
 class Model(Configurable):
   """A sequence model made of a data layer, an encoder, a decoder and a loss.
+
+  ``PARAMS`` declares what shapes the model: its components and their params, the dtype,
+  the batch size its data layer reads and the seed. How the model is trained (steps,
+  optimizer, checkpoints, logs, devices) is the run's (``training/run_params.py``): the
+  model keeps only its own keys of the config it is given.
 
   Args:
     params: the validated config of this mode (top-level keys with defaults filled in and
@@ -73,72 +55,19 @@ class Model(Configurable):
                            "Default kernel initializer of every component that sets none "
                            "(Keras name, class or instance; TF 1's variable-scope default)."),
       "initializer_params": Param(dict, {}, "Keyword arguments of the initializer class."),
-      # --- devices and batches
-      "use_horovod": Param(bool, False, "Use Horovod for data parallelism across processes."),
-      "num_gpus": Param(int, 1, "Number of local devices (towers) to train on (ignored with "
-                        "use_horovod: one device per process, as in OpenSeq2Seq)."),
-      "gpu_ids": Param((list, None), None, "Explicit local device ids (instead of num_gpus)."),
+      # --- data and precision
       "batch_size_per_gpu": Param(int, doc="Examples per device per step."),
       "eval_batch_size_per_gpu": Param((int, None), None,
                                        "Examples per device in eval/infer (default: batch_size_per_gpu)."),
-      "iter_size": Param(int, 1, "Accumulate gradients over this many batches per update."),
-      "allreduce_dtype": Param(str, "float32", "Dtype the gradients are summed across replicas "
-                               "in: bfloat16 halves the all-reduce's bytes (not with "
-                               "use_horovod, whose all-reduce has no bfloat16).",
-                               choices=("float32", "bfloat16")),
-      # --- duration and logging
-      "max_steps": Param(_STEPS, None, "Number of updates to train for (or num_epochs)."),
-      "num_epochs": Param(_STEPS, None, "Number of passes over the training data (or max_steps)."),
-      "logdir": Param(str, "experiment", "Directory for checkpoints, summaries and logs."),
-      "save_summaries_steps": Param(_STEPS, None, "TensorBoard summaries every N steps."),
-      "print_loss_steps": Param(_STEPS, None, "Console loss line every N steps."),
-      "print_samples_steps": Param(_STEPS, None, "Console samples every N steps."),
-      "save_checkpoint_steps": Param(_STEPS, None, "Checkpoint every N steps (and at the end)."),
-      "num_checkpoints": Param(int, 5, "Number of latest checkpoints kept."),
-      "eval_steps": Param(_STEPS, None, "In train_eval, evaluate every N steps (and at the end)."),
-      "early_stopping": Param((EARLY_STOPPING_TYPE, None), None,
-                              "Stop train_eval when an eval metric stops improving: {metric, "
-                              "patience, min_delta, higher_is_better} "
-                              "(training/early_stopping.py)."),
-      "restore_best_checkpoint": Param(bool, False,
-                                       "Eval/infer from the best checkpoint by eval metric."),
-      "load_model": Param((str, None), None,
-                          "Initialise from another run's checkpoint (match by name and shape)."),
       "random_seed": Param((int, None), None, "Seed of TensorFlow, NumPy and Python RNGs."),
-      "summaries": Param(SUMMARY_NAMES_TYPE, ["learning_rate", "global_gradient_norm",
-                                              "loss_scale"],
-                         "TensorBoard summaries to write besides the loss: "
-                         + ", ".join(SUMMARY_NAMES) + "."),
-      "bench_start": Param(int, 10, "With --benchmark, steps excluded as warm-up."),
-      # --- optimisation
-      "optimizer": Param((str, callable_or_class), "Adam",
-                         "Optimizer name (Adam, AdamW, SGD, Momentum, RMSProp, Adagrad) or class."),
-      "optimizer_params": Param(dict, {}, "Keyword arguments of the optimizer."),
-      "lr_policy": Param((callable_or_class, None), None,
-                         "Learning-rate policy function from optimizers.lr_policies."),
-      "lr_policy_params": Param(dict, {}, "Keyword arguments of the learning-rate policy."),
-      "max_grad_norm": Param((float, None), None, "Clip gradients to this global norm."),
-      "larc_params": Param((LARC_PARAMS_TYPE, None), None,
-                           "LARC: rescale each variable's gradient by its trust ratio "
-                           "(optimizers/larc.py)."),
-      "regularizer": Param((callable_or_class, None), None,
-                           "Weight regularizer class, e.g. keras.regularizers.L2."),
-      "regularizer_params": Param(dict, {}, "Keyword arguments of the regularizer."),
-      "use_xla_jit": Param(bool, False, "Compile each replica's forward and backward pass "
-                           "with XLA (--use_xla_jit)."),
-      "freeze_variables_regex": Param((str, None), None,
-                                      "Trainable variables whose name matches are frozen."),
-      # --- precision
       "dtype": Param(AnyType, "float32",
                      "float32, float16, mixed, mixed_float16 or mixed_bfloat16 (or a tf.DType)."),
-      "loss_scaling": Param((float, str, None), None,
-                            "Static loss scale, 'Backoff' or 'LogMax' (half precision only)."),
-      "loss_scaling_params": Param(dict, {}, "Parameters of the automatic loss scaler."),
   }
 
   def __init__(self, params: dict[str, Any], mode: str = "train", num_workers: int = 1,
                worker_id: int = 0):
-    self.params = params
+    declared = self.declared_params()
+    self.params = {key: value for key, value in params.items() if key in declared}
     self.mode = mode
     #: The optimizer's update counter (a variable) while training, else None: for a family
     #: whose loss follows a schedule (guided attention's weight). Set by the train step.
@@ -146,7 +75,7 @@ class Model(Configurable):
     self._variables_created = False
     # The data layer comes first: its description carries the vocabulary sizes (and
     # alphabets, feature counts) that the encoder, decoder and loss are built with.
-    self.data_layer = self.make_data_layer(params, mode, num_workers, worker_id)
+    self.data_layer = self.make_data_layer(self.params, mode, num_workers, worker_id)
     self.description: DataDescription = self.data_layer.description
     self.build_components(self.description)
 
@@ -336,23 +265,43 @@ class Model(Configurable):
 
   def interactive_outputs(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
                           ) -> list[InferenceOutput]:
-    """Files ``interactive_infer`` writes for the batch (e.g. synthesized audio); none here."""
+    """Files ``interactive_infer`` writes for the batch (e.g. synthesized audio; relative
+    paths are relative to the run's directory); none here."""
     return []
 
-  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
-                        ) -> list[str]:
-    """What ``interactive_infer`` prints for each input of the batch."""
+  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                        resolve: Callable[[str], str] = str) -> list[str]:
+    """What ``interactive_infer`` prints for each input of the batch.
+
+    ``resolve`` maps a path of :meth:`interactive_outputs` (relative to the run's directory)
+    to where the toolkit wrote it, for lines that name the files.
+    """
     return [str(result) for _, result in sorted(self.infer(batch, outputs), key=lambda r: r[0])]
 
   def score_inference(self, results: list) -> dict[str, float]:
-    """Metrics of inference results against references the data layer knows (if any)."""
+    """Metrics of inference results against references the data layer knows (if any).
+
+    Runs on the chief, on every worker's :meth:`scoring_results`, in input order.
+    """
     return {}
 
-  def finalize_inference(self, results: list) -> list[InferenceOutput]:
-    """The outputs to write, formatted from every worker's :meth:`infer` results.
+  def scoring_results(self, results: list) -> list:
+    """What :meth:`score_inference` needs of some :meth:`infer` results: sent to the chief.
 
-    The toolkit's :class:`~open_seq2seq.outputs.OutputSink` writes them (chief only, input
-    order, atomically); an output without a path goes to ``--infer_output_file``.
+    All of them by default; families whose results are bulky (audio, logits) keep only what
+    scoring reads, or nothing when they do not score.
+    """
+    return results
+
+  def finalize_inference(self, results: list) -> list[InferenceOutput]:
+    """The outputs to write, formatted from some of this worker's :meth:`infer` results.
+
+    Called on every worker for each chunk of its own results (a few batches, ids in any
+    order), never with another worker's: formatting and vocoding scale with the workers.
+    The toolkit's :class:`~open_seq2seq.output_sink.OutputSink` writes the chunks on the chief,
+    records in input order, files atomically. An output without a path goes to
+    ``--infer_output_file``; other paths are relative to the run's directory (e.g.
+    ``infer_audio/<name>.wav``): models never choose where a run's files go.
     """
     return [TextLines(results)]
 

@@ -4,7 +4,7 @@ attention-based (Listen-Attend-Spell, joint CTC-attention)."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -75,7 +75,7 @@ class Speech2Text(Model):
     beam search fused with the n-gram LM, in parallel over the batch's utterances.
     """
     if self.decoder.params.get("use_language_model"):
-      return self.decoder.decode_with_lm(outputs["logits"][:limit], outputs["src_length"][:limit])
+      return self.decoder.decode_with_lm(outputs["logits"][:limit], outputs["src_lengths"][:limit])
     ids = [row[:n] for row, n in zip(outputs["outputs"][:limit],
                                      outputs["final_sequence_lengths"][:limit])]
     return [self._targets.decode(row) for row in ids]
@@ -118,12 +118,16 @@ class Speech2Text(Model):
       return [(int(index), (text, None)) for index, text in zip(batch["id"], texts)]
     return [(int(index), (text, np.asarray(logits[:n], np.float32)))
             for index, text, logits, n in zip(batch["id"], texts, outputs["logits"],
-                                               outputs["src_length"])]
+                                               outputs["src_lengths"])]
 
-  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
-                        ) -> list[str]:
+  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                        resolve: Callable[[str], str] = str) -> list[str]:
     """The transcript of each typed audio path."""
     return self.decode_outputs(outputs)
+
+  def scoring_results(self, results: list) -> list:
+    """The transcripts (scoring reads no logits)."""
+    return [(i, (text, None)) for i, (text, _) in results]
 
   def score_inference(self, results: list) -> dict[str, float]:
     """WER/CER of the transcripts when the infer CSVs have a ``transcript`` column."""
@@ -149,8 +153,10 @@ class Speech2Text(Model):
         CsvRows([(i, (layer.wav_filename(i), text)) for i, (text, _) in results],
                 columns=("wav_filename", "predicted_transcript"))]
     if self.decoder.params.get("infer_logits_to_pickle"):
-      path = (self.decoder.params["infer_logits_file"] or
-              os.path.join(self.params["logdir"], "infer_logits.pickle"))
+      # A path the user gives is relative to the working directory; the default goes to the
+      # run's directory (relative paths of outputs are relative to it).
+      given = self.decoder.params["infer_logits_file"]
+      path = os.path.abspath(given) if given else "infer_logits.pickle"
       outputs.append(PickledObject(
           {layer.wav_filename(i): logits for i, (_, logits) in results}, path))
     return outputs

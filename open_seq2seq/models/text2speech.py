@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
@@ -11,8 +11,8 @@ import tensorflow as tf
 from open_seq2seq.data.description import DataDescription, Text2SpeechDescription
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
-from open_seq2seq.outputs import (AudioSample, CsvRows, ImageSample, InferenceOutput, PngFile,
-                                  WavFile)
+from open_seq2seq.outputs import (INFER_AUDIO, INTERACTIVE_AUDIO, AudioSample, CsvRows,
+                                  ImageSample, InferenceOutput, PngFile, WavFile)
 from open_seq2seq.parts.tacotron.alignment import (alignment_image, band_mass, focus_rate,
                                                    spectrogram_image)
 from open_seq2seq.utils.params import Param
@@ -32,7 +32,9 @@ class Text2Speech(Model):
   running length is within 20 % of the true one); see ``parts/tacotron/alignment.py``. The
   best checkpoint is the lowest eval loss. Infer writes one WAV per input line (Griffin-Lim)
   and its alignment as a PNG into ``<logdir>/infer_audio/``, and a CSV of what it wrote to
-  ``--infer_output_file``; ``interactive_infer`` writes a WAV per typed sentence.
+  ``--infer_output_file``; ``interactive_infer`` writes a WAV per typed sentence into
+  ``<logdir>/interactive_audio/`` (paths relative to the run's directory: the toolkit's
+  output sink resolves them).
 
   During training the loss gets the update counter (guided attention's weight schedule).
   """
@@ -114,7 +116,7 @@ class Text2Speech(Model):
     if not self.params.get("save_to_tensorboard"):
       return []
     frames = int(outputs["final_sequence_lengths"][0])
-    symbols = int(outputs["src_length"][0])
+    symbols = int(outputs["src_lengths"][0])
     spec = outputs["spectrogram"][0]
     mag = outputs["magnitude"][0] if "magnitude" in outputs else None
     items = [ImageSample("alignment", alignment_image(outputs["alignments"][0],
@@ -134,7 +136,7 @@ class Text2Speech(Model):
     results = []
     true_lengths = batch["target_tensors"][2]
     for b, index in enumerate(batch["id"]):
-      symbols = int(outputs["src_length"][b])
+      symbols = int(outputs["src_lengths"][b])
       true_steps = self._steps(true_lengths[b])
       free_frames = int(outputs["final_sequence_lengths"][b])
       forced = outputs.get("forced_alignments")
@@ -161,7 +163,7 @@ class Text2Speech(Model):
       mag = outputs["magnitude"][b][:frames] if "magnitude" in outputs else None
       results.append((int(index), (outputs["spectrogram"][b][:frames], mag,
                                    outputs["alignments"][b][:steps],
-                                   int(outputs["src_length"][b]))))
+                                   int(outputs["src_lengths"][b]))))
     return results
 
   def _synthesis_outputs(self, results: list, directory: str) -> tuple[list, list]:
@@ -170,8 +172,8 @@ class Text2Speech(Model):
     for index, (spec, mag, aligns, symbols) in sorted(results, key=lambda r: r[0]):
       known = index < len(layer.names)
       name = os.path.basename(layer.names[index]) if known else str(index)
-      wav = os.path.join(directory, f"{name}.wav")
-      png = os.path.join(directory, f"{name}_alignment.png")
+      wav = f"{directory}/{name}.wav"
+      png = f"{directory}/{name}_alignment.png"
       audio = self._audio(spec, mag, len(spec), INFER_GL_ITERS)
       files += [WavFile(audio, rate, wav),
                 PngFile(alignment_image(aligns, len(aligns), symbols), png)]
@@ -195,26 +197,29 @@ class Text2Speech(Model):
         lambda spec, mag: self.features.to_audio(spec, mag, num_iters=INFER_GL_ITERS),
         self.features.hop_length, self.features.sample_rate)
 
+  def scoring_results(self, results: list) -> list:
+    return []  # nothing to score: no spectrogram goes to the chief for it
+
   def finalize_inference(self, results: list) -> list[InferenceOutput]:
-    directory = os.path.join(self.params["logdir"], "infer_audio")
-    files, rows = self._synthesis_outputs(results, directory)
-    return files + [CsvRows(rows, columns=("name", "transcript", "wav_path", "seconds"))]
+    """Per input a WAV (Griffin-Lim) and its alignment PNG in ``infer_audio/``, and a CSV
+    row (name, transcript, WAV path as written, seconds)."""
+    files, rows = self._synthesis_outputs(results, INFER_AUDIO)
+    return files + [CsvRows(rows, columns=("name", "transcript", "wav_path", "seconds"),
+                            path_columns=("wav_path",))]
 
   def interactive_outputs(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
                           ) -> list[InferenceOutput]:
-    directory = os.path.join(self.params["logdir"], "interactive_audio")
-    files, _ = self._synthesis_outputs(self.infer(batch, outputs), directory)
+    files, _ = self._synthesis_outputs(self.infer(batch, outputs), INTERACTIVE_AUDIO)
     return files
 
-  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
-                        ) -> list[str]:
+  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                        resolve: Callable[[str], str] = str) -> list[str]:
     lines = []
     for b in range(len(batch["id"])):
       frames = int(outputs["final_sequence_lengths"][b])
       seconds = frames * self.features.hop_length / self.features.sample_rate
       name = self.data_layer.names[int(batch["id"][b])]
-      path = os.path.join(self.params["logdir"], "interactive_audio", f"{name}.wav")
-      lines.append(f"{path} ({seconds:.2f} s)")
+      lines.append(f"{resolve(f'{INTERACTIVE_AUDIO}/{name}.wav')} ({seconds:.2f} s)")
     return lines
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
@@ -12,7 +12,8 @@ from open_seq2seq.data.description import DataDescription, WavenetDescription
 from open_seq2seq.data.text2speech.wavenet import mu_law_decode
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
-from open_seq2seq.outputs import AudioSample, CsvRows, InferenceOutput, WavFile
+from open_seq2seq.outputs import (INFER_AUDIO, INTERACTIVE_AUDIO, AudioSample, CsvRows,
+                                  InferenceOutput, WavFile)
 
 
 def entropy(counts: np.ndarray) -> float:
@@ -45,7 +46,8 @@ class Text2SpeechWavenet(Model):
 
   Infer synthesizes each input's mel frames into ``<logdir>/infer_audio/<name>.wav`` and writes
   a CSV (name, wav path, seconds) to ``--infer_output_file``; ``interactive_infer`` writes
-  ``<logdir>/interactive_audio/<name>.wav`` per input path.
+  ``<logdir>/interactive_audio/<name>.wav`` per input path (paths relative to the run's
+  directory: the toolkit's output sink resolves them).
   """
 
   PARAMS = {}
@@ -163,25 +165,26 @@ class Text2SpeechWavenet(Model):
     files, rows = [], []
     for index, audio in sorted(results, key=lambda r: r[0]):
       name = self._name(index)
-      path = os.path.join(directory, f"{name}.wav")
+      path = f"{directory}/{name}.wav"
       files.append(WavFile(audio, rate, path))
       rows.append((index, (name, path, f"{len(audio) / rate:.3f}")))
     return files, rows
 
+  def scoring_results(self, results: list) -> list:
+    return []  # nothing to score: no audio goes to the chief for it
+
   def finalize_inference(self, results: list) -> list[InferenceOutput]:
-    directory = os.path.join(self.params["logdir"], "infer_audio")
-    files, rows = self._audio_outputs(results, directory)
-    return files + [CsvRows(rows, columns=("name", "wav_path", "seconds"))]
+    files, rows = self._audio_outputs(results, INFER_AUDIO)
+    return files + [CsvRows(rows, columns=("name", "wav_path", "seconds"),
+                            path_columns=("wav_path",))]
 
   def interactive_outputs(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
                           ) -> list[InferenceOutput]:
-    directory = os.path.join(self.params["logdir"], "interactive_audio")
-    return self._audio_outputs(self.infer(batch, outputs), directory)[0]
+    return self._audio_outputs(self.infer(batch, outputs), INTERACTIVE_AUDIO)[0]
 
-  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
-                        ) -> list[str]:
-    directory = os.path.join(self.params["logdir"], "interactive_audio")
+  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                        resolve: Callable[[str], str] = str) -> list[str]:
     rate = self.description.sample_rate
-    return [f"{os.path.join(directory, self._name(int(index)) + '.wav')} "
+    return [f"{resolve(f'{INTERACTIVE_AUDIO}/{self._name(int(index))}.wav')} "
             f"({int(outputs['audio_lengths'][b]) / rate:.2f} s)"
             for b, index in enumerate(batch["id"])]

@@ -13,7 +13,7 @@ whole variable. The trainer applies LARC to the gradients of the whole step (aft
 scale and the batch weight are divided out, the regularization gradients added and
 ``max_grad_norm`` clipping), as OpenSeq2Seq's ``post_process_gradients`` did.
 
-Config (a top-level model key, OpenSeq2Seq's names and defaults)::
+Config (a top-level key of the run, OpenSeq2Seq's names and defaults)::
 
     "larc_params": {"larc_eta": 0.001, "larc_mode": "clip", "min_update": 1e-7}
 """

@@ -1,6 +1,6 @@
 """Early stopping: training ends when an eval metric has stopped improving.
 
-Config (a top-level model key)::
+Config (a top-level key of the run, training/run_params.py)::
 
     "early_stopping": {"metric": "BLEU", "patience": 5, "min_delta": 0.1}
 

@@ -1,12 +1,15 @@
 """Evaluation and inference: passes over a data layer, metrics, best checkpoints, predictions.
 
-The :class:`Evaluator` runs the model without updating it: one pass over an eval or infer
-data layer (sharded over workers, gathered in input order), a single batch for samples and
-``interactive_infer``, and the choice of the best checkpoint by the family's metric.
+The :class:`Evaluator` runs the model without updating it: one pass over an eval data layer
+(sharded over workers, results gathered on every process), one pass over an infer data layer
+(each process formats its own share, the chief writes the outputs in input order as they
+arrive: :meth:`Evaluator.infer_to`), a single batch for samples and ``interactive_infer``,
+and the choice of the best checkpoint by the family's metric.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import Any
@@ -17,10 +20,17 @@ from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.errors import CheckpointError
 from open_seq2seq.models.model import Model
 from open_seq2seq.outputs import InferenceOutput
+from open_seq2seq.output_sink import OutputSink
 from open_seq2seq.training import reporting
 from open_seq2seq.training.checkpoints import (CheckpointStore, named_variables, non_finite,
                                                restore_model_weights)
 from open_seq2seq.training.reporting import format_number, log
+
+
+#: Batches each process infers per round before it formats them and sends the outputs to
+#: the chief: a process holds at most this many batches of raw results (spectrograms,
+#: logits), and the chief receives at most one round's outputs per process at a time.
+ROUND_BATCHES = 4
 
 
 def to_numpy(value: Any) -> Any:
@@ -59,10 +69,13 @@ class Evaluator:
     model: a model whose variables exist (or will be created on the first batch).
     backend: shards the data and gathers results across processes.
     store: the run's checkpoints, when training (best-checkpoint choice); else None.
+    round_batches: batches per round of inference (:data:`ROUND_BATCHES`).
   """
 
-  def __init__(self, model: Model, backend: Backend, store: CheckpointStore | None = None):
+  def __init__(self, model: Model, backend: Backend, store: CheckpointStore | None = None,
+               round_batches: int = ROUND_BATCHES):
     self.model = model
+    self.round_batches = round_batches
     self.backend = backend
     self.store = store
     self.is_chief = backend.is_chief
@@ -137,12 +150,10 @@ class Evaluator:
     except NotImplementedError:
       return None
 
-  def run_pass(self, layer, label: str) -> tuple[list, list, float, float]:
-    """One pass over ``layer``'s data, gathered on every process in input order.
-
-    Returns:
-      (inference results, eval results — empty without targets —, loss sum, loss weight).
-    """
+  def _replica_outputs(self, layer, label: str, bar: reporting.ProgressBar):
+    """This process's pass over its shard of ``layer``: per step, the numpy outputs of its
+    replicas that read real batches (``batch`` and ``predictions``, and the loss with
+    targets)."""
     # eval_batches pads the last step of each process with copies whose outputs are
     # dropped (num_valid), so workers with uneven shards never wait for each other.
     specs = []
@@ -152,36 +163,37 @@ class Evaluator:
       specs.append(dataset.element_spec)
       return dataset
 
-    bar = reporting.ProgressBar(label, self._total_batches(layer), enabled=self.is_chief)
-    infer_results, eval_results, loss_sum, weight = [], [], 0.0, 0.0
-    rate = InferenceRate()
     for batch, num_valid in self.backend.eval_batches(dataset_fn):
       self.ensure_variables(self.backend.local_results(batch)[0])
       out = self._pass_function(label, specs[0])(batch)
-      for replica_out in self.backend.local_results(out)[:num_valid]:
-        replica_out = to_numpy(replica_out)
-        batch_np, predictions = replica_out["batch"], replica_out["predictions"]
-        if "target_tensors" in batch_np:
-          eval_results.extend(self.model.evaluate(batch_np, predictions))
-        if label == "infer":
-          infer_results.extend(self.model.infer(batch_np, predictions))
-        if "loss_sum" in replica_out:
-          loss_sum += float(replica_out["loss_sum"])
-          weight += float(replica_out["weight"])
+      yield [to_numpy(o) for o in self.backend.local_results(out)[:num_valid]]
       bar.update()
-      rate.batch_done(len(infer_results))
     bar.close()
-    if label == "infer" and self.is_chief and rate.line():
-      log(rate.line())
-    infer_results = sorted(self.backend.gather_objects(infer_results), key=lambda r: r[0])
+
+  def run_pass(self, layer) -> tuple[list, float, float]:
+    """One eval pass over ``layer``'s data, its results gathered on every process (each
+    needs the metrics: early stopping, best checkpoints).
+
+    Returns:
+      (eval results in input order — empty without targets —, loss sum, loss weight).
+    """
+    bar = reporting.ProgressBar("eval", self._total_batches(layer), enabled=self.is_chief)
+    eval_results, loss_sum, weight = [], 0.0, 0.0
+    for replicas in self._replica_outputs(layer, "eval", bar):
+      for out in replicas:
+        if "target_tensors" in out["batch"]:
+          eval_results.extend(self.model.evaluate(out["batch"], out["predictions"]))
+        if "loss_sum" in out:
+          loss_sum += float(out["loss_sum"])
+          weight += float(out["weight"])
     eval_results = sorted(self.backend.gather_objects(eval_results), key=lambda r: r[0])
     totals = self.backend.gather_objects([(loss_sum, weight)])
-    return infer_results, eval_results, sum(t[0] for t in totals), sum(t[1] for t in totals)
+    return eval_results, sum(t[0] for t in totals), sum(t[1] for t in totals)
 
   def evaluate(self, layer, step: int | None = None,
                summaries: reporting.Summaries | None = None) -> dict[str, float]:
     """Eval loss and the family's metrics (e.g. BLEU) over one pass of ``layer``."""
-    _, results, loss_sum, weight = self.run_pass(layer, "eval")
+    results, loss_sum, weight = self.run_pass(layer)
     metrics = {}
     if weight > 0:
       metrics["loss"] = loss_sum / weight
@@ -203,12 +215,91 @@ class Evaluator:
         self.is_chief:
       log(f"new best {metric} {format_number(float(metrics[metric]))}: saved to best_models/")
 
-  def infer(self, layer) -> tuple[list[InferenceOutput], dict[str, float]]:
-    """The model's formatted outputs for ``layer``'s data, plus metrics if it has targets."""
-    results, eval_results, _, _ = self.run_pass(layer, "infer")
-    outputs = self.model.finalize_inference(results)
+  def infer_to(self, layer, sink: OutputSink, round_batches: int | None = None
+               ) -> tuple[list[tuple[str, int]], dict[str, float]]:
+    """Infers ``layer``'s data and writes the outputs through ``sink`` as they come.
+
+    Every ``round_batches`` batches (a round) each process formats what it inferred
+    (``model.finalize_inference`` on its own results only: text, CSV rows, vocoded audio)
+    and sends the outputs to the chief, which writes them in input order as they arrive
+    (:class:`~open_seq2seq.output_sink.OutputStream`). Every process takes part in every round
+    (one that has finished its shard sends nothing) until all have finished. Eval results
+    (with targets) and what ``model.score_inference`` needs reach the chief alone.
+
+    Returns:
+      On the chief, ``(path, records)`` per file written and the metrics; ``([], {})``
+      elsewhere.
+    """
+    model, backend = self.model, self.backend
+    round_batches = round_batches or self.round_batches
+    bar = reporting.ProgressBar("infer", self._total_batches(layer), enabled=self.is_chief)
+    steps = self._replica_outputs(layer, "infer", bar)
+    rate, inferred, finished = InferenceRate(), 0, False
+    eval_results, scoring, received = [], [], False
+    with sink.stream() if self.is_chief else contextlib.nullcontext() as stream:
+      while True:
+        results, ids, evals = [], [], []
+        for _ in range(0 if finished else round_batches):
+          replicas = next(steps, None)
+          if replicas is None:
+            finished = True
+            break
+          before = len(results)
+          for out in replicas:
+            batch, predictions = out["batch"], out["predictions"]
+            ids.extend(int(i) for i in batch["id"])
+            if "target_tensors" in batch:
+              evals.extend(model.evaluate(batch, predictions))
+            results.extend(model.infer(batch, predictions))
+          inferred += len(results) - before
+          rate.batch_done(inferred)
+        share = (model.finalize_inference(results) if results else [], ids, evals,
+                 [] if evals else model.scoring_results(results))
+        del results  # a round's raw results (spectrograms, logits) go no further
+        arrived = backend.gather_to_chief([share])
+        for outputs, done, round_evals, round_scoring in arrived or []:
+          stream.add(outputs, finished=done)
+          received = received or bool(outputs)
+          eval_results.extend(round_evals)
+          scoring.extend(round_scoring)
+        if all(backend.gather_objects([finished])):
+          break
+      if self.is_chief and not received:
+        stream.add(model.finalize_inference([]))  # no input anywhere: e.g. a header alone
+    if not self.is_chief:
+      return [], {}
+    if rate.line():
+      log(rate.line())
     if eval_results:
-      metrics = self.model.finalize_evaluation(eval_results)
+      metrics = model.finalize_evaluation(sorted(eval_results, key=lambda r: r[0]))
     else:
-      metrics = self.model.score_inference(results)
-    return outputs, metrics
+      metrics = model.score_inference(sorted(scoring, key=lambda r: r[0]))
+    return stream.written, metrics
+
+  def infer(self, layer) -> tuple[list[InferenceOutput], dict[str, float]]:
+    """The model's formatted outputs for ``layer``'s data (in chunks, on the chief; [] on
+    the other processes) and its metrics, held in memory: for tests and scripts (run.py
+    writes them as they come with :meth:`infer_to`)."""
+    collected = _Collected()
+    _, metrics = self.infer_to(layer, collected)
+    return collected.outputs, metrics
+
+
+class _Collected:
+  """A sink that keeps the outputs instead of writing them."""
+
+  def __init__(self):
+    self.outputs: list[InferenceOutput] = []
+    self.written: list[tuple[str, int]] = []
+
+  def stream(self) -> _Collected:
+    return self
+
+  def __enter__(self) -> _Collected:
+    return self
+
+  def __exit__(self, *error) -> None:
+    pass
+
+  def add(self, outputs: list[InferenceOutput], finished=()) -> None:
+    self.outputs.extend(outputs)

@@ -21,7 +21,7 @@ learning-rate schedule (which reads it) resumes exactly from a checkpoint.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import tensorflow as tf
 
@@ -34,6 +34,7 @@ from open_seq2seq.training import step_summaries
 from open_seq2seq.training.float32_update import Float32Update
 from open_seq2seq.training.loss_scaling import make_loss_scaler
 from open_seq2seq.training.reporting import log
+from open_seq2seq.training.run_params import run_settings
 from open_seq2seq.utils import precision
 
 
@@ -52,16 +53,18 @@ class TrainStep:
 
   Args:
     model: the model whose loss is minimised.
+    run: the run's settings (:func:`open_seq2seq.training.run_params.run_settings`).
     backend: runs the replica step and sums its results over replicas and processes.
     max_steps: the last update of the run (the lr policy's horizon), or None.
     steps_per_epoch: updates per epoch (for lr policies given in epochs), or None.
     count_units: ``batch -> int64 scalar`` of throughput units (e.g. real tokens).
   """
 
-  def __init__(self, model: Model, backend: Backend, max_steps: int | None,
-               steps_per_epoch: int | None, count_units: Callable[[dict], tf.Tensor]):
+  def __init__(self, model: Model, run: Mapping[str, Any], backend: Backend,
+               max_steps: int | None, steps_per_epoch: int | None,
+               count_units: Callable[[dict], tf.Tensor]):
     self.model = model
-    self.params = params = model.params
+    self.params = params = run_settings(run)
     self.backend = backend
     self.count_units = count_units
     self.loss_scaler = make_loss_scaler(params["loss_scaling"], params["loss_scaling_params"])
@@ -83,7 +86,7 @@ class TrainStep:
 
   def describe_precision(self) -> str:
     """One line: the dtype policy and the loss scaling of this run."""
-    return (precision.describe(self.params["dtype"]) + "; " +
+    return (precision.describe(self.model.params["dtype"]) + "; " +
             (self.loss_scaler.describe() if self.loss_scaler is not None else "no loss scaling"))
 
   @property

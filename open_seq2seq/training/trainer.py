@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import tensorflow as tf
@@ -25,6 +25,7 @@ from open_seq2seq.training.checkpoints import (CheckpointStore, load_pretrained,
 from open_seq2seq.training.early_stopping import EarlyStopping
 from open_seq2seq.training.evaluator import Evaluator, to_numpy
 from open_seq2seq.training.reporting import Reporter, StepStats, every, log
+from open_seq2seq.training.run_params import run_settings
 from open_seq2seq.training.train_step import TrainStep
 
 #: Training stops when this many steps in a row have non-finite gradients: loss scaling
@@ -58,21 +59,25 @@ class Trainer:
 
   Args:
     model: the model (its variables are created here, under the backend's scope).
+    run: the run's settings: a resolved config of the train mode, of which the run's keys
+      are read (:func:`open_seq2seq.training.run_params.run_settings`).
     backend: distribution backend (single process by default).
-    logdir: run directory (checkpoints, summaries, resolved config).
+    logdir: run directory (checkpoints, summaries, resolved config); the run's ``logdir``
+      by default.
   """
 
-  def __init__(self, model: Model, backend: Backend | None = None, logdir: str | None = None):
+  def __init__(self, model: Model, run: Mapping[str, Any], backend: Backend | None = None,
+               logdir: str | None = None):
     self.model = model
-    self.params = model.params
+    self.params = run_settings(run)
     self.backend = backend or Backend()
     self.logdir = logdir or self.params["logdir"]
     self.is_chief = self.backend.is_chief
     layer = model.data_layer
     self.steps_per_epoch = self._steps_per_epoch(layer) if model.mode == "train" else None
     self.max_steps = self._planned_steps()
-    self.step = TrainStep(model, self.backend, self.max_steps, self.steps_per_epoch,
-                          count_units=layer.count_units)
+    self.step = TrainStep(model, self.params, self.backend, self.max_steps,
+                          self.steps_per_epoch, count_units=layer.count_units)
     self.evaluator = Evaluator(model, self.backend)
     self.early_stopping = EarlyStopping(self.params["early_stopping"], model.best_metric) \
         if self.params.get("early_stopping") and model.mode == "train" else None

@@ -6,15 +6,38 @@ each component what it needs (``dtype=``, ``vocab_size=`` ...) as constructor ke
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import Any, Callable, Mapping
 
 import keras
 
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.optimizers.optimizers import make_regularizer
+from open_seq2seq.utils.regularizers import make_regularizer
 from open_seq2seq.utils import initializers, keras_compat
 from open_seq2seq.utils.params import AnyType, Configurable, Param, callable_or_class
 from open_seq2seq.utils.precision import dtype_policy
+
+
+def accepted_kwargs(component: Callable, offered: Mapping[str, Any]) -> dict[str, Any]:
+  """The keyword arguments of ``offered`` that ``component``'s constructor names.
+
+  A family offers every component of a slot the same inputs (a Text2Text loss is offered
+  ``vocab_size``); each component takes those it declares, so a loss that needs no
+  vocabulary size does not have to accept one. Only offers are filtered: what the caller
+  requires (``mode``, ``dtype``, ``name``, an ``initializer``) is passed as is, so a
+  constructor that does not name it fails with a TypeError naming the class and keyword.
+  A constructor with ``**kwargs`` is offered everything and must refuse what it cannot use
+  (Keras layers do).
+  """
+  try:
+    parameters = inspect.signature(component).parameters.values()
+  except (TypeError, ValueError):  # no introspectable signature: offer everything
+    return dict(offered)
+  if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+    return dict(offered)
+  names = {p.name for p in parameters
+           if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+  return {key: value for key, value in offered.items() if key in names}
 
 
 def resolve_size(params: dict[str, Any], key: str, given: int | None, where: str) -> int:

@@ -3,7 +3,7 @@
 :data:`RENAMES` maps each ``tf.contrib.*``, ``tf.layers.*``, ``tf.nn.rnn_cell.*``, TF 1
 initializer or ``tf.train.*Optimizer`` name (or prefix, ending in ".") to its replacement, the
 import the replacement needs and a note on what changes; :data:`KEPT` lists names that stay.
-:mod:`open_seq2seq.utils.porting` applies the table to a config's source,
+:mod:`open_seq2seq.porting` applies the table to a config's source,
 :func:`markdown_table` renders it for ``docs/porting.md``.
 """
 

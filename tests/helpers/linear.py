@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from open_seq2seq.config import validate_top_level
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.decoders.decoder import Decoder
 from open_seq2seq.encoders.encoder import Encoder
@@ -77,28 +78,42 @@ class HalfSquareLoss(Loss):
     return 0.5 * tf.reduce_sum(tf.square(y)), tf.cast(tf.shape(y)[0], tf.float32)
 
 
+def config(**params) -> dict:
+  """The linear model's flat config with top-level ``params`` (batch 4 and SGD unless
+  given), its top-level keys validated."""
+  return validate_top_level(Model, {
+      "data_layer": RowsLayer, "encoder": AffineEncoder, "decoder": PassDecoder,
+      "loss": HalfSquareLoss, "batch_size_per_gpu": 4, "max_steps": 100,
+      "optimizer": "SGD", "optimizer_params": {"learning_rate": 0.1},
+      "print_loss_steps": None, "summaries": [], **params})
+
+
 def model(**params) -> Model:
-  """The linear model with top-level ``params`` (batch 4 and SGD unless given)."""
-  config = {"data_layer": RowsLayer, "encoder": AffineEncoder, "decoder": PassDecoder,
-            "loss": HalfSquareLoss, "batch_size_per_gpu": 4, "max_steps": 100,
-            "optimizer": "SGD", "optimizer_params": {"learning_rate": 0.1},
-            "print_loss_steps": None, "summaries": [], **params}
-  return Model(Model.validate_params(config), "train")
+  """The linear model with top-level ``params`` (see :func:`config`)."""
+  return Model(config(**params), "train")
 
 
-def built(model_: Model, logdir: str = "/nonexistent"):
-  """``(trainer, step)``: the trainer with variables built, and ``step() -> dict``."""
-  trainer = Trainer(model_, logdir=logdir)
-  trainer.build(next(iter(model_.data_layer.build_dataset())))
+def trainer(logdir: str = "/nonexistent", backend=None, **params) -> Trainer:
+  """A trainer of a new linear model (``trainer.model``) whose run has ``params``."""
+  run = config(**params)
+  return Trainer(Model(run, "train"), run, backend=backend, logdir=logdir)
+
+
+def built(logdir: str = "/nonexistent", **params):
+  """``(trainer, step)``: the trainer of a linear model with ``params`` and its variables
+  built, and ``step() -> dict``."""
+  trainer_ = trainer(logdir, **params)
+  model_ = trainer_.model
+  trainer_.build(next(iter(model_.data_layer.build_dataset())))
   iterator = iter(model_.data_layer.build_dataset())
-  function = trainer.step.function()
+  function = trainer_.step.function()
 
   def step() -> dict:
     values = function(iterator)
     values.pop("summaries", None)
     return {k: v.numpy() for k, v in values.items()}
 
-  return trainer, step
+  return trainer_, step
 
 
 def gradients(w: np.ndarray, b: np.ndarray) -> list[np.ndarray]:

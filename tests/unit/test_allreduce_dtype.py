@@ -30,8 +30,8 @@ class _TwoIdenticalReplicas(Backend):
 
 
 def _step(backend, **params):
-  model = linear.model(**params)
-  trainer = Trainer(model, backend=backend, logdir="/nonexistent")
+  trainer = linear.trainer("/nonexistent", backend=backend, **params)
+  model = trainer.model
   trainer.build(next(iter(model.data_layer.build_dataset())))
   function = trainer.step.function()
   function(iter(model.data_layer.build_dataset()))

@@ -1,4 +1,4 @@
-"""Checkpoint averaging (open_seq2seq/utils/averaging.py, scripts/average_checkpoints.py):
+"""Checkpoint averaging (open_seq2seq/training/averaging.py, scripts/average_checkpoints.py):
 the model's floating-point weights are the mean over the checkpoints, everything else comes
 from the newest, the result restores through the project's own paths, and every refusal is
 one line with exit status 2."""
@@ -14,7 +14,7 @@ from open_seq2seq.errors import CheckpointError
 from open_seq2seq.training.checkpoints import (CheckpointStore, checkpoint_for_eval,
                                                restore_model_weights)
 from open_seq2seq.training.trainer import Trainer
-from open_seq2seq.utils import averaging
+from open_seq2seq.training import averaging
 from tests.helpers import linear
 from tests.helpers.speech import load_script
 
@@ -108,8 +108,9 @@ def test_explicit_checkpoints_are_ordered_by_step(tmp_path):
 
 
 def _linear_run(logdir, steps=3):
-  model = linear.model(max_steps=steps, save_checkpoint_steps=1)
-  Trainer(model, logdir=str(logdir)).train(model.data_layer)
+  trainer = linear.trainer(str(logdir), max_steps=steps, save_checkpoint_steps=1)
+  model = trainer.model
+  trainer.train(model.data_layer)
 
 
 def test_average_of_a_trained_run_restores_for_eval_and_for_resuming(tmp_path):
@@ -130,8 +131,8 @@ def test_average_of_a_trained_run_restores_for_eval_and_for_resuming(tmp_path):
   np.testing.assert_allclose(model.encoder.kernel.numpy(), expected, rtol=1e-6)
 
   # --continue_learning from the average: optimizer and step of the newest
-  model = linear.model(max_steps=3, save_checkpoint_steps=1)
-  trainer = Trainer(model, logdir=str(out))
+  trainer = linear.trainer(str(out), max_steps=3, save_checkpoint_steps=1)
+  model = trainer.model
   trainer.build(next(iter(model.data_layer.build_dataset())))
   # pylint: disable-next=protected-access
   trainer._data_iterator = iter(model.data_layer.build_dataset())

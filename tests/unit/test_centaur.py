@@ -61,7 +61,7 @@ def encoded(lengths, seed=0):
   values = rng(seed).normal(size=(len(lengths), max(lengths), DEPTH)).astype(np.float32)
   for i, n in enumerate(lengths):
     values[i, n:] = 0.0
-  return {"outputs": tf.constant(values), "src_length": tf.constant(lengths)}
+  return {"outputs": tf.constant(values), "src_lengths": tf.constant(lengths)}
 
 
 def targets(lengths, frames, features=MEL, seed=1):
@@ -151,7 +151,7 @@ def test_encoder_output_ignores_padding():
   out = batch["outputs"].numpy()
   assert out.shape == (2, 6, DEPTH) and np.all(out[1, 3:] == 0.0)
   np.testing.assert_allclose(out[1, :3], alone["outputs"].numpy()[0], atol=1e-5)
-  assert batch["src_length"].numpy().tolist() == [6, 3]
+  assert batch["src_lengths"].numpy().tolist() == [6, 3]
 
 
 # ----------------------------------------------------------------------------- decoder
@@ -186,10 +186,10 @@ def test_decoder_output_ignores_text_padding():
   garbage[1, 3:] = 1e3
   spec, stop, _ = targets([8, 8], 8)
   batch = numpy(dec({"encoder_output": {"outputs": tf.constant(garbage),
-                                        "src_length": enc["src_length"]},
+                                        "src_lengths": enc["src_lengths"]},
                      "target_tensors": (spec, stop, tf.constant([8, 8]))}))
   alone = numpy(dec({"encoder_output": {"outputs": enc["outputs"][1:, :3],
-                                        "src_length": tf.constant([3])},
+                                        "src_lengths": tf.constant([3])},
                      "target_tensors": (spec[1:], stop[1:], tf.constant([8]))}))
   np.testing.assert_allclose(batch["spectrogram"][1], alone["spectrogram"][0], atol=1e-4)
   np.testing.assert_allclose(batch["alignments"][1, :, :3], alone["alignments"][0], atol=1e-5)
@@ -274,11 +274,11 @@ def test_decoder_in_tf_function_with_variable_shapes():
 
   @tf.function(input_signature=spec)
   def free(values, src):
-    return dec({"encoder_output": {"outputs": values, "src_length": src}})["spectrogram"]
+    return dec({"encoder_output": {"outputs": values, "src_lengths": src}})["spectrogram"]
 
   for lengths in ([5, 3], [4]):
     enc = encoded(lengths)
-    assert free(enc["outputs"], enc["src_length"]).shape[0] == len(lengths)
+    assert free(enc["outputs"], enc["src_lengths"]).shape[0] == len(lengths)
 
 
 # ----------------------------------------------------------------------------- config errors

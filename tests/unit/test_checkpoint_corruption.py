@@ -18,8 +18,8 @@ from tests.helpers import linear
 
 def _trained(logdir, steps=3):
   """A linear run with a checkpoint at every step (and its data position in each)."""
-  model = linear.model(max_steps=steps, save_checkpoint_steps=1)
-  trainer = Trainer(model, logdir=str(logdir))
+  trainer = linear.trainer(str(logdir), max_steps=steps, save_checkpoint_steps=1)
+  model = trainer.model
   trainer.train(model.data_layer)
   return model
 
@@ -54,8 +54,8 @@ CORRUPTIONS = {
 
 
 def _resumed(logdir, steps):
-  model = linear.model(max_steps=steps, save_checkpoint_steps=1)
-  trainer = Trainer(model, logdir=str(logdir))
+  trainer = linear.trainer(str(logdir), max_steps=steps, save_checkpoint_steps=1)
+  model = trainer.model
   first = next(iter(model.data_layer.build_dataset()))
   trainer.build(first)
   # pylint: disable-next=protected-access

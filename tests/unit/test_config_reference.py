@@ -4,8 +4,9 @@ import os
 
 from open_seq2seq import slots
 from open_seq2seq.optimizers import lr_policies
+from open_seq2seq.training.run_params import GROUPS, RUN_PARAMS
 from open_seq2seq.utils.params import param_rows
-from open_seq2seq.utils.reference import config_reference
+from open_seq2seq.reference import config_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -17,6 +18,8 @@ def test_reference_is_up_to_date():
 
 def documented_tables():
   """(where, declarations) of every table the reference shows."""
+  for title, declared in GROUPS.items():
+    yield f"run settings: {title}", declared
   for choice in slots.package_choices("models"):
     yield choice.title, choice.value.declared_params()
   for slot in slots.SLOTS:
@@ -55,3 +58,13 @@ def test_nested_keys_are_listed_with_their_paths():
   assert "| `conv_layers/<i>/stride` | list of 2 ints >= 1 | `[1, 1]` |" in text
   assert "| `augmentation/n_freq_mask` | non-negative int | `0` |" in text
   assert "| `step_window` | int | `2000` |" in text  # Backoff's loss_scaling_params
+
+
+def test_the_run_keys_are_documented_once_and_no_table_repeats():
+  text = config_reference()
+  top_level = text[:text.index("## Data layers")]  # run and model keys
+  for key in RUN_PARAMS:
+    assert top_level.count(f"| `{key}` |") == 1, key
+  tables = [block for block in text.split("\n\n") if block.startswith("| key |")]
+  repeated = {table.splitlines()[2] for table in tables if tables.count(table) > 1}
+  assert not repeated, f"tables repeated in the reference, first rows: {sorted(repeated)}"

@@ -303,6 +303,11 @@ def test_bad_decoder_params():
                            vocab_size=10)
   with pytest.raises(ConfigError, match="vocabulary"):
     shared.reuse_embeddings(encoder.embedding_softmax_layer)
+  wider = ConvS2SEncoder({"src_emb_size": 2 * EMB, "conv_nchannels_kwidth": [(8, 3)]},
+                         vocab_size=9)
+  with pytest.raises(ConfigError, match=rf"^decoder_params/tgt_emb_size: {EMB} differs from "
+                                        rf"the shared encoder embedding's width {2 * EMB}"):
+    shared.reuse_embeddings(wider.embedding_softmax_layer)
 
 
 def test_ported_openseq2seq_params_validate():

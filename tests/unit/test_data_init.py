@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from open_seq2seq.config import validate_top_level
 from open_seq2seq.data.text2text.text2text import ParallelTextDataLayer
 from open_seq2seq.decoders.convs2s_decoder import ConvS2SDecoder
 from open_seq2seq.distributed.backend import Backend
@@ -17,7 +18,9 @@ from open_seq2seq.parts import data_init
 from open_seq2seq.parts.convs2s.conv_wn_layer import Conv1DNetworkNormalized, shifted_conv1d
 from open_seq2seq.parts.convs2s.ffn_wn_layer import (FeedForwardNetworkNormalized,
                                                      NormalizedLayer)
+from open_seq2seq.training.run_params import RUN_PARAMS
 from open_seq2seq.training.train_step import TrainStep
+from open_seq2seq.utils.params import validate_params
 from tests.helpers.text import batch_of, random_tokens
 
 SCALE = 0.1
@@ -166,7 +169,7 @@ def _model(tmp_path, weight_norm_init):
       "decoder_params": {"tgt_emb_size": 12, "out_dropout_keep_prob": 0.5, **side},
       "optimizer": "Adam", "optimizer_params": {}, "lr_policy": None,
   }
-  return Text2Text(Text2Text.validate_params(config), mode="train")
+  return Text2Text(validate_top_level(Text2Text, config), mode="train")
 
 
 def _batch(seed=0):
@@ -177,7 +180,8 @@ def _batch(seed=0):
 
 
 def _train_step(model, batch):
-  step = TrainStep(model, Backend(), None, None,
+  run = validate_params({}, RUN_PARAMS)  # the defaults: Adam, no lr policy
+  step = TrainStep(model, run, Backend(), None, None,
                    count_units=lambda b: tf.reduce_sum(b["target_tensors"][1]))
   step.build(batch, is_chief=True)
   return step

@@ -8,7 +8,7 @@ import pytest
 
 from open_seq2seq.config import load_config
 from open_seq2seq.distributed.backend import Backend
-from open_seq2seq.outputs import OutputSink
+from open_seq2seq.output_sink import OutputSink
 from open_seq2seq.training.checkpoints import CheckpointStore, model_checkpoint_object
 from open_seq2seq.training.evaluator import Evaluator, InferenceRate
 from open_seq2seq.training.trainer import Trainer
@@ -37,22 +37,27 @@ def toy_data(tmp_path_factory):
   return directory
 
 
-def build(toy_data, mode, split, *extra):
+def config(toy_data, mode, split, *extra):
   overrides = (toy.data_overrides(toy_data) + toy.split_overrides(toy_data, split) +
                toy.TINY_MODEL + ["--batch_size_per_gpu=4", *extra])
   base_model, configs = load_config(toy.TOY_CONFIG, mode, overrides)
-  return base_model(configs[mode], mode)
+  return base_model, configs[mode]
+
+
+def build(toy_data, mode, split, *extra):
+  base_model, params = config(toy_data, mode, split, *extra)
+  return base_model(params, mode)
 
 
 def test_a_worker_whose_eval_shard_is_empty_builds_and_evaluates_nothing(toy_data):
   model = build(toy_data, "eval", "dev")
   assert model.data_layer.get_size_in_samples() == 1
   second = Evaluator(model, _Worker(1))
-  infer_results, eval_results, loss_sum, weight = second.run_pass(model.data_layer, "eval")
+  eval_results, loss_sum, weight = second.run_pass(model.data_layer)
   assert model.variables  # built on the padding batch
-  assert (infer_results, eval_results, loss_sum, weight) == ([], [], 0.0, 0.0)
+  assert (eval_results, loss_sum, weight) == ([], 0.0, 0.0)
   first = Evaluator(model, _Worker(0))
-  _, eval_results, _, weight = first.run_pass(model.data_layer, "eval")
+  eval_results, _, weight = first.run_pass(model.data_layer)
   assert [i for i, _ in eval_results] == [0] and weight > 0
 
 
@@ -102,7 +107,7 @@ def _numpy(batch, evaluator):
 def test_best_checkpoint_follows_the_model_metric(toy_data, tmp_path):
   model = build(toy_data, "eval", "dev")
   evaluator = Evaluator(model, Backend())
-  evaluator.run_pass(model.data_layer, "eval")  # creates the variables
+  evaluator.run_pass(model.data_layer)  # creates the variables
   store = CheckpointStore(str(tmp_path), {"model": model_checkpoint_object(model.named_layers)})
   evaluator.store = store
   assert model.best_metric == ("BLEU", True)
@@ -119,9 +124,10 @@ def test_best_checkpoint_follows_the_model_metric(toy_data, tmp_path):
     (["--data_layer_params/batching=tokens", "--batch_size_per_gpu=64"], 1),
 ])
 def test_steps_per_epoch_come_from_the_data_layer(toy_data, extra, iter_size):
-  model = build(toy_data, "train", "train", "--max_steps=None", "--num_epochs=2",
-                "--data_layer_params/repeat=False", *extra)
-  trainer = Trainer(model, Backend(), logdir="/nonexistent")
+  base_model, run = config(toy_data, "train", "train", "--max_steps=None", "--num_epochs=2",
+                           "--data_layer_params/repeat=False", *extra)
+  model = base_model(run, "train")
+  trainer = Trainer(model, run, Backend(), logdir="/nonexistent")
   batches = model.data_layer.batches_per_epoch()
   assert batches == sum(1 for _ in model.data_layer.build_dataset())  # one pass, exactly
   assert trainer.steps_per_epoch == -(-batches // iter_size)  # a partial update counts

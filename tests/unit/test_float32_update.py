@@ -41,10 +41,10 @@ def test_other_variables_are_updated_themselves():
 
 
 def test_a_float16_model_trains_with_adams_tiny_epsilon():
-  model = linear.model(dtype="float16", optimizer="Adam",
-                       optimizer_params={"learning_rate": 0.05, "epsilon": 1e-9},
-                       loss_scaling="Backoff")
-  trainer, step = linear.built(model)
+  trainer, step = linear.built(dtype="float16", optimizer="Adam",
+                               optimizer_params={"learning_rate": 0.05, "epsilon": 1e-9},
+                               loss_scaling="Backoff")
+  model = trainer.model
   losses = [float(step()["loss"]) for _ in range(40)]
   assert model.encoder.kernel.dtype == "float16"
   assert all(np.isfinite(losses)) and losses[-1] < 0.2 * losses[0], losses

@@ -1,4 +1,5 @@
-"""The package imports without cycles: each distributed module loads first in a fresh state."""
+"""The package imports without cycles, layers import only downward, and each distributed
+module loads first in a fresh state."""
 
 from __future__ import annotations
 
@@ -133,6 +134,61 @@ def test_each_distributed_module_imports_first_in_a_fresh_state():
                           env=dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2"))
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.stdout.split() == [word for name in order for word in ("imported", name)]
+
+
+def _named_modules(path: str, modules: dict[str, str]) -> set[str]:
+  """Modules of the package that a module names in a string (``importlib.import_module``)."""
+  with open(path, encoding="utf-8") as f:
+    tree = ast.parse(f.read(), path)
+  return {node.value for node in ast.walk(tree)
+          if isinstance(node, ast.Constant) and isinstance(node.value, str)
+          and node.value in modules and node.value != PACKAGE}
+
+
+def _upward_imports(layer: str, allowed, modules: dict[str, str]) -> list[str]:
+  """``module -> imported`` for every import of a module of ``layer`` (lazy ones and module
+  names given to importlib too) that ``allowed(imported)`` refuses."""
+  found = []
+  for name in sorted(modules):
+    if name == layer or name.startswith(layer + "."):
+      targets = (_imported(name, modules[name], modules, lazy=True)
+                 | _named_modules(modules[name], modules))
+      found += [f"{name} -> {target}" for target in sorted(targets) if not allowed(target)]
+  return found
+
+
+def _within(target: str, *packages: str) -> bool:
+  return any(target == p or target.startswith(p + ".") for p in packages)
+
+
+def test_upward_imports_are_found_even_inside_functions(tmp_path):
+  assert _within("open_seq2seq.utils.low", f"{PACKAGE}.utils")
+  assert not _within("open_seq2seq.utilsx", f"{PACKAGE}.utils")
+  low = tmp_path / "low.py"
+  low.write_text("import importlib\n"
+                 "def later():\n"
+                 "  from open_seq2seq.training import high\n"
+                 "  return importlib.import_module('open_seq2seq.models')\n", encoding="utf-8")
+  modules = {"open_seq2seq.utils.low": str(low), "open_seq2seq.training.high": "",
+             "open_seq2seq.models": ""}
+  assert _upward_imports(f"{PACKAGE}.utils", lambda t: _within(t, f"{PACKAGE}.utils"),
+                         modules) == ["open_seq2seq.utils.low -> open_seq2seq.models",
+                                      "open_seq2seq.utils.low -> open_seq2seq.training.high"]
+
+
+def test_utils_import_nothing_above_them_even_inside_functions():
+  # utils/ is the ground floor: every other subpackage may use it, so it uses none of them.
+  modules = _modules()
+  allowed = lambda target: _within(target, f"{PACKAGE}.utils", f"{PACKAGE}.errors")  # noqa: E731
+  assert _upward_imports(f"{PACKAGE}.utils", allowed, modules) == []
+
+
+def test_models_do_not_import_training_distribution_or_the_cli():
+  # models/ sits below the trainer, the backends and the command line that drive it.
+  modules = _modules()
+  above = (f"{PACKAGE}.training", f"{PACKAGE}.distributed", f"{PACKAGE}.cli")
+  allowed = lambda target: not _within(target, *above)  # noqa: E731
+  assert _upward_imports(f"{PACKAGE}.models", allowed, modules) == []
 
 
 def test_the_launcher_side_does_not_start_tensorflow():

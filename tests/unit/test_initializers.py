@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from open_seq2seq.config import validate_top_level
 from open_seq2seq.decoders import FullyConnectedCTCDecoder, TransformerDecoder
 from open_seq2seq.encoders import DeepSpeech2Encoder, TDNNEncoder, TransformerEncoder
 from open_seq2seq.errors import ConfigError
@@ -85,7 +86,7 @@ def _text_model(**top_level):
       "encoder": TransformerEncoder, "encoder_params": {"encoder_layers": 1, **SIZES},
       "decoder": TransformerDecoder, "decoder_params": {"num_hidden_layers": 1, **SIZES},
       "loss": PaddedCrossEntropyLossWithSmoothing, "batch_size_per_gpu": 2, **top_level}
-  return Text2Text(Text2Text.validate_params(config), "train")
+  return Text2Text(validate_top_level(Text2Text, config), "train")
 
 
 def test_model_level_initializer_reaches_the_variables_and_component_settings_win():

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from open_seq2seq.config import validate_top_level
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
 from open_seq2seq.optimizers import apply_larc
@@ -64,9 +65,9 @@ def test_larc_matches_numpy(mode, eta, min_update):
 def test_train_step_applies_larc_after_clipping():
   # SGD: w1 = w0 - lr * larc(clip_by_global_norm(g)); OpenSeq2Seq clipped first
   lr, eta, max_norm = 0.1, 0.01, 0.5
-  model = linear.model(optimizer_params={"learning_rate": lr}, max_grad_norm=max_norm,
-                       larc_params={"larc_eta": eta, "larc_mode": "clip"})
-  trainer, step = linear.built(model)
+  trainer, step = linear.built(optimizer_params={"learning_rate": lr}, max_grad_norm=max_norm,
+                               larc_params={"larc_eta": eta, "larc_mode": "clip"})
+  model = trainer.model
   values = step()
   grads = linear.gradients(linear.W0, linear.B0)
   norm = np.sqrt(sum(np.sum(g * g) for g in grads))
@@ -81,9 +82,9 @@ def test_train_step_applies_larc_after_clipping():
 
 def test_train_step_scale_mode_replaces_the_rate():
   lr, eta = 0.1, 0.05
-  model = linear.model(optimizer_params={"learning_rate": lr},
-                       larc_params={"larc_eta": eta, "larc_mode": "scale"})
-  _, step = linear.built(model)
+  trainer, step = linear.built(optimizer_params={"learning_rate": lr},
+                               larc_params={"larc_eta": eta, "larc_mode": "scale"})
+  model = trainer.model
   step()
   grads = linear.gradients(linear.W0, linear.B0)
   scaled, _ = larc_reference(grads, [linear.W0, linear.B0], lr, eta, "scale")
@@ -96,10 +97,10 @@ BASE = {"data_layer": linear.RowsLayer, "encoder": linear.AffineEncoder,
 
 
 def test_larc_params_config_defaults_and_errors():
-  params = Model.validate_params({**BASE, "larc_params": {"larc_eta": 2}})
+  params = validate_top_level(Model, {**BASE, "larc_params": {"larc_eta": 2}})
   assert params["larc_params"] == {"larc_eta": 2.0, "larc_mode": "clip", "min_update": 1e-7,
                                    "epsilon": 1e-7}
-  assert Model.validate_params(BASE)["larc_params"] is None
+  assert validate_top_level(Model, BASE)["larc_params"] is None
   for bad, message in [
       ({"larc_eta": 0.1, "larc_mod": "scale"},
        r"^larc_params/larc_mod: .*did you mean 'larc_mode'"),
@@ -111,7 +112,7 @@ def test_larc_params_config_defaults_and_errors():
       ("clip", r"^larc_params: expected dict or None"),
   ]:
     with pytest.raises(ConfigError, match=message):
-      Model.validate_params({**BASE, "larc_params": bad})
+      validate_top_level(Model, {**BASE, "larc_params": bad})
 
 
 def test_larc_params_command_line_override():

@@ -1,11 +1,13 @@
 """Attention ASR: ListenAttendSpellEncoder/Decoder, JointCTCAttentionDecoder,
 MultiTaskCTCEntropyLoss and the autoregressive targets of the speech data layer."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from open_seq2seq.data.speech2text.targets import TargetEncoder
+from open_seq2seq.decoders.fc_decoders import FullyConnectedCTCDecoder
 from open_seq2seq.decoders.jca_decoder import JointCTCAttentionDecoder
 from open_seq2seq.decoders.las_decoder import ListenAttendSpellDecoder
 from open_seq2seq.encoders.las_encoder import ListenAttendSpellEncoder
@@ -215,6 +217,24 @@ def test_joint_decoder_names_the_full_path_of_a_sub_decoder_error():
                              vocab_size=VOCAB, go_symbol=GO, end_symbol=END)
 
 
+class _CTCWithoutInitializer(FullyConnectedCTCDecoder):
+  """A CTC sub-decoder whose constructor names no initializer and no alphabet."""
+
+  def __init__(self, params, *, vocab_size=None, mode="train", name="ctc", dtype="float32"):
+    super().__init__(params, vocab_size=vocab_size, mode=mode, name=name, dtype=dtype)
+
+
+def test_joint_decoder_offers_sizes_but_refuses_to_drop_an_initializer():
+  params = {"attn_decoder_params": las_params(), "ctc_decoder": _CTCWithoutInitializer}
+  decoder = JointCTCAttentionDecoder(params, vocab_size=VOCAB, idx2char={0: "a"},
+                                     go_symbol=GO, end_symbol=END)
+  assert decoder.ctc_decoder.vocab_size == VOCAB - 1  # idx2char offered, not taken
+  # The model-level initializer must reach both sub-decoders: never dropped silently.
+  with pytest.raises(TypeError, match=r"_CTCWithoutInitializer.*'initializer'"):
+    JointCTCAttentionDecoder(params, vocab_size=VOCAB, go_symbol=GO, end_symbol=END,
+                             initializer=keras.initializers.Zeros())
+
+
 # ------------------------------------------------------------------------------ loss
 def test_loss_mixes_the_two_means_as_openseq2seq():
   rng = np.random.default_rng(0)
@@ -227,7 +247,7 @@ def test_loss_mixes_the_two_means_as_openseq2seq():
                                  end_symbol=END)
   loss_sum, weight = loss.compute_loss({
       "decoder_output": {"seq_outputs": {"logits": seq_logits},
-                         "ctc_outputs": {"logits": ctc_logits, "src_length": frames}},
+                         "ctc_outputs": {"logits": ctc_logits, "src_lengths": frames}},
       "target_tensors": (ids, lengths)})
   # by hand: cross entropy per real target character (</S> included) ...
   log_probs = tf.nn.log_softmax(seq_logits).numpy()

@@ -19,8 +19,8 @@ class PenalisedEncoder(linear.AffineEncoder):
 
 
 def test_component_penalty_enters_loss_and_update():
-  model = linear.model(encoder=PenalisedEncoder)
-  _, step = linear.built(model)
+  trainer, step = linear.built(encoder=PenalisedEncoder)
+  model = trainer.model
   values = step()
   w, b = linear.W0.astype(np.float64), linear.B0.astype(np.float64)
   y = linear.X @ w + b
@@ -35,8 +35,8 @@ def test_component_penalty_enters_loss_and_update():
 
 
 def _first_step_loss(**params):
-  model = linear.model(**params)
-  _, step = linear.built(model)
+  trainer, step = linear.built(**params)
+  model = trainer.model
   return float(step()["loss"])
 
 

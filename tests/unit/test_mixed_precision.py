@@ -6,13 +6,14 @@ known exactly: dL/dW = k * x per example. The Transformer tests build the toy co
 """
 
 import math
+import weakref
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from open_seq2seq.config import load_config
+from open_seq2seq.config import load_config, validate_top_level
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.decoders.decoder import Decoder
 from open_seq2seq.encoders.encoder import Encoder
@@ -138,18 +139,33 @@ class SumLoss(Loss):
     return self.k * tf.reduce_sum(y), tf.cast(tf.shape(y)[0], tf.float32)
 
 
-def linear_model(dtype, loss_scaling=None, loss_scaling_params=None, **extra) -> Model:
-  params = Model.validate_params({
+def linear_config(dtype, loss_scaling=None, loss_scaling_params=None, **extra) -> dict:
+  return validate_top_level(Model, {
       "data_layer": PointsLayer, "encoder": LinearEncoder, "decoder": PassDecoder,
       "loss": SumLoss, "batch_size_per_gpu": 4, "max_steps": 1000, "dtype": dtype,
       "optimizer": "SGD", "optimizer_params": {"learning_rate": 1e4},
       "loss_scaling": loss_scaling, "loss_scaling_params": loss_scaling_params or {},
       "print_loss_steps": None, "summaries": [], **extra})
-  return Model(params, "train")
+
+
+#: The run settings each linear model of this module was made with (the model keeps only
+#: its own keys; the trainer takes the run's).
+_RUNS: "weakref.WeakKeyDictionary[Model, dict]" = weakref.WeakKeyDictionary()
+
+
+def linear_model(*args, **kwargs) -> Model:
+  run = linear_config(*args, **kwargs)
+  model = Model(run, "train")
+  _RUNS[model] = run
+  return model
+
+
+def trainer_of(model, logdir) -> Trainer:
+  return Trainer(model, _RUNS[model], logdir=str(logdir))
 
 
 def built_trainer(model, logdir=None):
-  trainer = Trainer(model, logdir=logdir or "/nonexistent")
+  trainer = trainer_of(model, logdir or "/nonexistent")
   iterator = iter(model.data_layer.build_dataset())
   trainer.build(next(iter(model.data_layer.build_dataset())))
   step = trainer.step.function()
@@ -234,7 +250,7 @@ def test_skipped_step_leaves_weights_and_optimizer_bit_identical(dtype):
 def test_endless_overflow_stops_training_with_a_clear_error(tmp_path):
   model = linear_model("mixed_float16", "Backoff", {"scale_min": 2.0 ** 40,
                                                     "scale_max": 2.0 ** 40})
-  trainer = Trainer(model, logdir=str(tmp_path))
+  trainer = trainer_of(model, str(tmp_path))
   with pytest.raises(DivergenceError, match=f"{MAX_CONSECUTIVE_SKIPS} consecutive steps.*"
                      "overflows float16 even at this loss scale; use dtype 'mixed_bfloat16'"):
     trainer.train(model.data_layer)
@@ -280,7 +296,7 @@ def train_and_save(dtype, logdir, steps=3):
                        max_steps=steps, save_checkpoint_steps=None)
   SumLoss.k = 100.0
   try:
-    trainer = Trainer(model, logdir=str(logdir))
+    trainer = trainer_of(model, str(logdir))
     trainer.train(model.data_layer)
   finally:
     SumLoss.k = 1e-5
@@ -296,7 +312,7 @@ def test_weights_restore_across_dtypes(tmp_path, train_dtype, eval_dtype):
   assert trained != 0.0
   model = linear_model(eval_dtype)
   model.mode = "eval"
-  trainer = Trainer(model, logdir=str(tmp_path))
+  trainer = trainer_of(model, str(tmp_path))
   trainer.build(next(iter(model.data_layer.build_dataset())))
   trainer.restore_checkpoint(checkpoints.latest_checkpoint(str(tmp_path)))
   assert model.encoder.kernel.dtype == precision.variable_dtype(eval_dtype).name
@@ -310,7 +326,7 @@ def test_continue_learning_across_dtypes(tmp_path, first, second):
   old_slots = [np.array(v.numpy(), np.float64) for v in old.optimizer.variables]
   model = linear_model(second, "Backoff", optimizer="Adam",
                        optimizer_params={"learning_rate": 0.1}, max_steps=3)
-  trainer = Trainer(model, logdir=str(tmp_path))
+  trainer = trainer_of(model, str(tmp_path))
   trainer.train(model.data_layer, continue_learning=True)  # already at max_steps: restores only
   assert trainer.global_step == 3
   assert kernel(model)[0, 0] == pytest.approx(trained, rel=1e-3)
@@ -323,7 +339,7 @@ def test_continue_learning_across_dtypes(tmp_path, first, second):
 def test_load_model_across_dtypes(tmp_path):
   trained, _ = train_and_save("mixed", tmp_path / "a")
   model = linear_model(tf.float16, load_model=str(tmp_path / "a"), max_steps=0)
-  trainer = Trainer(model, logdir=str(tmp_path / "b"))
+  trainer = trainer_of(model, str(tmp_path / "b"))
   trainer.train(model.data_layer)
   assert kernel(model)[0, 0] == pytest.approx(trained, rel=1e-3)
 
@@ -338,7 +354,7 @@ def test_restoring_another_model_is_a_checkpoint_error(tmp_path, dtype, units, e
   LinearEncoder.units, LinearEncoder.extra = units, extra
   try:
     model = linear_model(dtype)
-    trainer = Trainer(model, logdir=str(tmp_path))
+    trainer = trainer_of(model, str(tmp_path))
     trainer.build(next(iter(model.data_layer.build_dataset())))
   finally:
     LinearEncoder.units, LinearEncoder.extra = 1, False

@@ -22,8 +22,8 @@ def _checkpoints(logdir):
 
 
 def _built(tmp_path, **params):
-  model = linear.model(**params)
-  trainer, _ = linear.built(model, str(tmp_path))
+  trainer, _ = linear.built(str(tmp_path), **params)
+  model = trainer.model
   trainer.make_store()
   return model, trainer
 
@@ -50,9 +50,9 @@ def test_a_nan_metric_is_never_the_best(tmp_path):
 
 def test_an_update_that_overflows_the_weights_stops_training_unsaved(tmp_path):
   # The first loss is finite; lr * gradient overflows float32, so the weights become inf.
-  model = linear.model(optimizer_params={"learning_rate": 3e38}, max_steps=3,
-                       save_checkpoint_steps=1)
-  trainer = Trainer(model, logdir=str(tmp_path))
+  trainer = linear.trainer(str(tmp_path), optimizer_params={"learning_rate": 3e38},
+                           max_steps=3, save_checkpoint_steps=1)
+  model = trainer.model
   with pytest.raises(DivergenceError, match="step 1: .* not finite .* newest checkpoint is "
                      "still none"):
     trainer.train(model.data_layer)
@@ -75,8 +75,9 @@ def test_evaluating_a_non_finite_checkpoint_is_an_error(tmp_path):
 
 
 def test_an_exploding_finite_loss_gets_one_warning(tmp_path, capsys):
-  model = linear.model(optimizer_params={"learning_rate": 1.5}, max_steps=6)
-  Trainer(model, logdir=str(tmp_path)).train(model.data_layer)  # losses 0.56, 7.3, 137, ...
+  trainer = linear.trainer(str(tmp_path), optimizer_params={"learning_rate": 1.5}, max_steps=6)
+  model = trainer.model
+  trainer.train(model.data_layer)  # losses 0.56, 7.3, 137, ...
   warnings = [line for line in capsys.readouterr().out.splitlines() if "diverging" in line]
   assert len(warnings) == 1 and "step 3: loss 136.8 is over 100x this run's first (0.5599)" \
       in warnings[0], warnings

@@ -127,8 +127,8 @@ NOVOGRAD = {"learning_rate": 0.02, "beta1": 0.9, "beta2": 0.7, "weight_decay": 0
     {"batch_size_per_gpu": 2, "iter_size": 2, "loss_scaling": "Backoff"},
 ], ids=["plain", "iter_size_static_scale", "iter_size_backoff"])
 def test_train_step_novograd_matches_numpy(extra):
-  model = linear.model(optimizer="NovoGrad", optimizer_params=NOVOGRAD, **extra)
-  _, step = linear.built(model)
+  trainer, step = linear.built(optimizer="NovoGrad", optimizer_params=NOVOGRAD, **extra)
+  model = trainer.model
   for _ in range(4):
     assert not step()["skipped"]
   expected, _, _ = novograd_reference(
@@ -140,8 +140,7 @@ def test_train_step_novograd_matches_numpy(extra):
 
 def test_train_step_novograd_checkpoint_round_trip(tmp_path):
   def fresh():
-    return linear.built(linear.model(optimizer="NovoGrad", optimizer_params=NOVOGRAD),
-                        logdir=str(tmp_path))
+    return linear.built(str(tmp_path), optimizer="NovoGrad", optimizer_params=NOVOGRAD)
 
   trainer, step = fresh()
   step()

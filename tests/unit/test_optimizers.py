@@ -6,10 +6,13 @@ import pytest
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq import optimizers
 from open_seq2seq.optimizers import (LRPolicySchedule, freeze_filter, get_optimizer,
-                                     is_regularized, optimizer_declarations, poly_decay,
-                                     regularization_loss, regularizer_declarations,
+                                     optimizer_declarations, poly_decay,
                                      validate_optimizer_params)
+from open_seq2seq.utils import regularizers
+from open_seq2seq.utils.regularizers import (REGULARIZERS, is_regularized, regularization_loss,
+                                             regularizer_declarations)
 
 
 # ----------------------------------------------------------------------------- names
@@ -190,6 +193,12 @@ def test_regularization_reads_float32_master_weights_under_mixed_precision():
   assert float(loss) == pytest.approx(kernel.shape[0] * kernel.shape[1] * 1.001 ** 2, rel=1e-6)
 
 
+def test_the_optimizers_package_re_exports_the_regularizers():
+  # The trainer and OpenSeq2Seq-style imports take them from open_seq2seq.optimizers.
+  for name in regularizers.__all__:
+    assert getattr(optimizers, name) is getattr(regularizers, name)
+
+
 def test_regularizer_declarations_and_errors():
   assert {"l2", "scale"} <= set(regularizer_declarations(keras.regularizers.L2))
   with pytest.raises(ConfigError, match="regularizer_params/scal: unknown parameter of L2; "
@@ -216,7 +225,7 @@ def test_freeze_filter_matches_at_start_of_path():
 
 
 def test_every_optimizer_and_regularizer_key_is_documented():
-  from open_seq2seq.optimizers import OPTIMIZERS, REGULARIZERS, SUMMARIES
+  from open_seq2seq.optimizers import OPTIMIZERS, SUMMARIES
   assert set(SUMMARIES) == set(OPTIMIZERS)
   for name in OPTIMIZERS:
     for key, param in optimizer_declarations(name).items():

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import soundfile
 
-from open_seq2seq.outputs import (AudioSample, CsvRows, ImageSample, OutputSink, PickledObject,
-                                  TextLines, TextSample, WavFile)
+from open_seq2seq.outputs import (AudioSample, CsvRows, ImageSample, PickledObject, TextLines,
+                                  TextSample, WavFile)
+from open_seq2seq.output_sink import OutputSink
 
 
 def test_text_lines_are_written_in_input_order_with_header(tmp_path):

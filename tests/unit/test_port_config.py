@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from open_seq2seq import config as cfg
-from open_seq2seq.utils import porting
+from open_seq2seq import porting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

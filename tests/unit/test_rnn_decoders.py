@@ -251,3 +251,16 @@ def test_config_errors():
   with pytest.raises(ConfigError, match="tgt_vocab_size"):
     RNNDecoderWithAttention(decoder_params())
   assert RNNDecoderWithAttention.declared_params()["time_major"].ignored
+
+
+def test_variables_are_built_once_for_the_first_memory_depth():
+  decoder = build()
+  assert not decoder.weights[1:]  # only the embedding exists before the first call
+  teacher(decoder, encoder_output([3, 2]), [[4, 5]] * 2)
+  count = len(decoder.weights)
+  teacher(decoder, encoder_output([4, 1]), [[4]] * 2)
+  assert len(decoder.weights) == count
+  wider = encoder_output([3, 2])
+  wider["outputs"] = tf.concat([wider["outputs"], wider["outputs"]], axis=-1)
+  with pytest.raises(ValueError, match=f"depth {2 * DEPTH}; this decoder was built for {DEPTH}"):
+    teacher(decoder, wider, [[4, 5]] * 2)

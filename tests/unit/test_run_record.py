@@ -2,7 +2,7 @@
 
 import subprocess
 
-from open_seq2seq.utils.run_record import git_texts
+from open_seq2seq.run_record import git_texts
 
 
 def _git(repo, *args):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import sentencepiece
 
+from open_seq2seq.config import validate_top_level
 from open_seq2seq.data.text2text.sentencepiece_model import (SPECIAL_TOKEN_OPTIONS,
                                                              SentencePieceVocab,
                                                              vocab_file_tokens)
@@ -286,7 +287,7 @@ def _model(corpus, mode, **data):
   params.update(data)
   config = {"data_layer": ParallelTextDataLayer, "encoder": _Stub, "decoder": _Stub,
             "batch_size_per_gpu": 5, "data_layer_params": params}
-  return Text2Text(Text2Text.validate_params(config), mode=mode)
+  return Text2Text(validate_top_level(Text2Text, config), mode=mode)
 
 
 def test_raw_text_inference_detokenizes_and_bleu_uses_the_raw_references(corpus):

@@ -10,7 +10,7 @@ from open_seq2seq.encoders.tdnn_encoder import TDNNEncoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
 from open_seq2seq.utils.params import Configurable, Param, callable_or_class
-from open_seq2seq.utils.reference import config_reference
+from open_seq2seq.reference import config_reference
 from tests.unit.test_config import FakeDecoder, FakeLayer, FakeLoss
 
 BLOCKS = [{"kernel_size": [11], "stride": [2], "num_channels": 8},
@@ -40,7 +40,7 @@ def error_of(**changes) -> str:
 
 # ----------------------------------------------------------------------------- the table
 def test_table_and_model_declare_the_same_slots():
-  declared = Model.declared_params()
+  declared = slots.top_level_declarations(Model)
   assert [s.name for s in slots.SLOTS] == ["data_layer", "encoder", "decoder", "loss",
                                           "optimizer", "lr_policy", "regularizer",
                                           "initializer", "loss_scaling"]
@@ -51,6 +51,34 @@ def test_table_and_model_declare_the_same_slots():
   # none escapes validation
   unchecked = {k for k in declared if k.endswith("_params") and declared[k].nested() is None}
   assert unchecked == {s.params_key for s in slots.SLOTS}
+
+
+def test_the_model_declares_what_shapes_it_and_the_run_the_rest():
+  """Model.PARAMS holds the model's keys only; the run's keys are declared once, by their
+  owner (training/run_params.py), and a model class may not declare one again."""
+  from open_seq2seq.training.run_params import GROUPS, RUN_PARAMS
+  assert set(Model.declared_params()) == {
+      "data_layer", "data_layer_params", "encoder", "encoder_params", "decoder",
+      "decoder_params", "loss", "loss_params", "initializer", "initializer_params",
+      "batch_size_per_gpu", "eval_batch_size_per_gpu", "random_seed", "dtype"}
+  assert not set(Model.declared_params()) & set(RUN_PARAMS)
+  assert sum(len(group) for group in GROUPS.values()) == len(RUN_PARAMS)
+  for model_class in (choice.value for choice in slots.package_choices("models")):
+    assert not set(model_class.declared_params()) & set(RUN_PARAMS), model_class
+
+  class Clashing(Model):
+    PARAMS = {"max_steps": Param(int, 1, "a run key again")}
+
+  with pytest.raises(ConfigError, match=r"^Clashing: declares max_steps, a key of the run"):
+    cfg.resolve_config(Clashing, BASE, "train")
+
+
+def test_a_model_keeps_only_its_own_keys_and_the_trainer_reads_the_run():
+  from tests.helpers import linear
+  trainer = linear.trainer(max_steps=7, iter_size=2, batch_size_per_gpu=2)
+  assert "max_steps" not in trainer.model.params and "optimizer" not in trainer.model.params
+  assert trainer.model.params["batch_size_per_gpu"] == 2
+  assert trainer.max_steps == 7 and trainer.params["iter_size"] == 2
 
 
 def test_a_key_outside_the_table_is_rejected():

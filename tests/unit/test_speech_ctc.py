@@ -58,7 +58,7 @@ def loss_of(logits_list, labels, mask_nan=True):
     tape.watch(logits_t)
     total, weight = loss.compute_loss({
         "decoder_output": {"logits": logits_t,
-                           "src_length": tf.constant([len(l) for l in logits_list])},
+                           "src_lengths": tf.constant([len(l) for l in logits_list])},
         "target_tensors": (tf.constant(ids), tf.constant([len(l) for l in labels]))})
   return float(total), float(weight), tape.gradient(total, logits_t).numpy()
 

@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from open_seq2seq.outputs import OutputSink
+from open_seq2seq.output_sink import OutputSink
 from tests.helpers.speech import build_model, speech_config, write_corpus
 
 PAIRS = [  # (reference, hypothesis)
@@ -42,7 +42,7 @@ def fake_batch(model, pairs, first_id=0):
            "target_tensors": (pad(refs, 0), np.array([len(r) for r in refs], np.int32))}
   outputs = {"outputs": pad(hyps, -1), "final_sequence_lengths": np.array([len(h) for h in hyps]),
              "logits": np.zeros((len(pairs), 5, 29), np.float32),
-             "src_length": np.full(len(pairs), 5, np.int32)}
+             "src_lengths": np.full(len(pairs), 5, np.int32)}
   return batch, outputs
 
 
@@ -63,15 +63,17 @@ def test_samples_show_target_and_prediction(model):
   assert lines[1].endswith("the cat sat on the mat") and lines[2].endswith("the cat sat on mat")
 
 
-def test_infer_rows_in_input_order_and_logits_dump(model):
+def test_infer_rows_in_input_order_and_logits_dump(model, tmp_path):
   results = []
   order = [4, 0, 6, 2, 5, 1, 3]  # batches may arrive in any order
   for i in order:
     batch, outputs = fake_batch(model, [PAIRS[i]], i)
     outputs["logits"][:] = i
     results += model.infer(batch, outputs)
-  out_path = os.path.join(model.params["logdir"], "infer-out.csv")
-  written = OutputSink(out_path).write(model.finalize_inference(results))  # arrival order
+  out_path = str(tmp_path / "infer-out.csv")
+  logdir = str(tmp_path / "logdir")  # the run's directory: where the logits go by default
+  written = OutputSink(out_path, directory=logdir).write(
+      model.finalize_inference(results))  # arrival order
   assert [n for _, n in written] == [7, 7]
   with open(out_path, encoding="utf-8", newline="") as f:
     header, *rows = list(csv.reader(f))
@@ -81,7 +83,8 @@ def test_infer_rows_in_input_order_and_logits_dump(model):
   metrics = model.score_inference(sorted(results))
   assert metrics["WER"] == pytest.approx(model.finalize_evaluation(
       model.evaluate(*fake_batch(model, PAIRS)))["WER"])
-  with open(os.path.join(model.params["logdir"], "infer_logits.pickle"), "rb") as f:
+  assert written[1][0] == os.path.join(logdir, "infer_logits.pickle")
+  with open(written[1][0], "rb") as f:
     dump = pickle.load(f)
   assert set(dump) == {r[0] for r in rows}
   assert dump[os.path.join("audio", "0006.wav")].shape == (5, 29)

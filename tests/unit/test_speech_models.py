@@ -104,7 +104,7 @@ def eval_pass(model, layer):
     out = to_numpy(model.predict(batch))
     batch = to_numpy(batch)
     results += model.evaluate(batch, out)
-    for i, l, n in zip(batch["id"], out["logits"], out["src_length"]):
+    for i, l, n in zip(batch["id"], out["logits"], out["src_lengths"]):
       logits[int(i)] = l[:n]
   return logits, model.finalize_evaluation(sorted(results))
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from open_seq2seq.config import validate_top_level
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
 from open_seq2seq.optimizers import variable_path
@@ -28,10 +29,12 @@ def read_events(logdir):
 
 def test_every_summary_name_is_written_at_summary_steps(tmp_path):
   eta, lr = 0.01, 0.1
-  model = linear.model(summaries=list(SUMMARY_NAMES), save_summaries_steps=2, max_steps=2,
-                       optimizer_params={"learning_rate": lr}, max_grad_norm=100.0,
-                       loss_scaling="Backoff", larc_params={"larc_eta": eta})
-  Trainer(model, logdir=str(tmp_path)).train(model.data_layer)
+  trainer = linear.trainer(str(tmp_path), summaries=list(SUMMARY_NAMES),
+                           save_summaries_steps=2, max_steps=2,
+                           optimizer_params={"learning_rate": lr}, max_grad_norm=100.0,
+                           loss_scaling="Backoff", larc_params={"larc_eta": eta})
+  model = trainer.model
+  trainer.train(model.data_layer)
   events = read_events(str(tmp_path))
   paths = [variable_path(v) for v in (model.encoder.kernel, model.encoder.bias)]
   assert paths == ["encoder/kernel", "encoder/bias"]
@@ -81,9 +84,9 @@ def after_one_step(lr, eta):
 
 
 def test_default_summaries_add_nothing_to_the_step():
-  model = linear.model(summaries=["learning_rate", "global_gradient_norm", "loss_scale"],
-                       max_grad_norm=1.0)
-  trainer, _ = linear.built(model)
+  trainer, _ = linear.built(summaries=["learning_rate", "global_gradient_norm", "loss_scale"],
+                            max_grad_norm=1.0)
+  model = trainer.model
   function = trainer.step.function()
   assert isinstance(function, tf.types.experimental.PolymorphicFunction)  # no wrapper
   values = function(iter(model.data_layer.build_dataset()))
@@ -92,8 +95,8 @@ def test_default_summaries_add_nothing_to_the_step():
 
 
 def test_gradient_norms_come_from_the_step_only_when_asked():
-  model = linear.model(summaries=["gradient_norm"])
-  trainer, _ = linear.built(model)
+  trainer, _ = linear.built(summaries=["gradient_norm"])
+  model = trainer.model
   values = trainer.step.function()(iter(model.data_layer.build_dataset()))
   summaries = values["summaries"]
   assert isinstance(summaries, VariableSummaries)
@@ -113,10 +116,10 @@ BASE = {"data_layer": linear.RowsLayer, "encoder": linear.AffineEncoder,
 def test_unknown_summary_name_is_a_config_error_with_a_suggestion():
   with pytest.raises(ConfigError, match=r"^summaries: unknown summary 'gradient_norms'; did "
                                         r"you mean 'gradient_norm'\? valid names are "):
-    Model.validate_params({**BASE, "summaries": ["learning_rate", "gradient_norms"]})
+    validate_top_level(Model, {**BASE, "summaries": ["learning_rate", "gradient_norms"]})
   with pytest.raises(ConfigError, match=r"^summaries: expected list of summary names"):
-    Model.validate_params({**BASE, "summaries": "gradients"})
-  assert Model.validate_params({**BASE, "summaries": []})["summaries"] == []
-  assert set(Model.validate_params({**BASE, "summaries": list(SUMMARY_NAMES)})["summaries"]) \
+    validate_top_level(Model, {**BASE, "summaries": "gradients"})
+  assert validate_top_level(Model, {**BASE, "summaries": []})["summaries"] == []
+  assert set(validate_top_level(Model, {**BASE, "summaries": list(SUMMARY_NAMES)})["summaries"]) \
       == {"learning_rate", "gradients", "variables", "variable_norm", "gradient_norm",
           "global_gradient_norm", "loss_scale", "larc_summaries"}

@@ -149,7 +149,7 @@ def encoder(**params):
 def run_encoder(enc, ids, lengths, training=False):
   out = enc({"source_tensors": (tf.constant(ids, tf.int32), tf.constant(lengths, tf.int32))},
             training=training)
-  return out["outputs"].numpy(), out["src_length"].numpy()
+  return out["outputs"].numpy(), out["src_lengths"].numpy()
 
 
 @pytest.mark.parametrize("params", [{}, {"zoneout_prob": 0.1, "num_rnn_layers": 2},
@@ -195,7 +195,7 @@ def decoder(num_mag=0, **params):
 
 def encoded(lengths, seed=0):
   return {"outputs": tf.constant(padded(lengths, DEPTH, False, seed)),
-          "src_length": tf.constant(lengths, tf.int32)}
+          "src_lengths": tf.constant(lengths, tf.int32)}
 
 
 def targets(frame_lengths, frames, features=MEL, seed=1):
@@ -242,7 +242,7 @@ def test_teacher_forcing_reads_the_last_frame_of_each_group_and_ignores_padding(
   assert not np.allclose(moved[:, 6:], base[:, 6:])
   enc = encoded([5, 3])  # the shorter utterance alone: as in the batch
   alone = run(spec[1:, :7], stop[1:, :7], lengths[1:],
-              {"outputs": enc["outputs"][1:, :3], "src_length": enc["src_length"][1:]})
+              {"outputs": enc["outputs"][1:, :3], "src_lengths": enc["src_lengths"][1:]})
   np.testing.assert_allclose(alone[0][0], base[1, :7], atol=1e-5)
   np.testing.assert_allclose(alone[1][0], post[1, :7], atol=1e-5)
 
@@ -263,7 +263,7 @@ def test_decoder_under_mixed_precision():
 
 def free_run(dec, lengths, bias, values=None):
   enc = encoded(lengths) if values is None else {"outputs": tf.constant(values),
-                                                  "src_length": tf.constant(lengths)}
+                                                  "src_lengths": tf.constant(lengths)}
   dec({"encoder_output": enc, "target_tensors": targets([6] * len(lengths), 6)})  # builds
   kernel = np.zeros(dec.stop_projection.kernel.shape, np.float32)
   if values is not None:
@@ -324,11 +324,11 @@ def test_decoder_in_tf_function_with_variable_shapes():
          tf.TensorSpec([None], tf.int32)]
 
   def forced(values, src, spec, stop, lengths):
-    return dec({"encoder_output": {"outputs": values, "src_length": src},
+    return dec({"encoder_output": {"outputs": values, "src_lengths": src},
                 "target_tensors": (spec, stop, lengths)}, training=False)["spectrogram"]
 
   def free(values, src):
-    out = dec({"encoder_output": {"outputs": values, "src_length": src}})
+    out = dec({"encoder_output": {"outputs": values, "src_lengths": src}})
     return out["spectrogram"], out["final_sequence_lengths"]
 
   graph_forced = tf.function(forced, input_signature=spec + tgt, autograph=False)
@@ -373,7 +373,7 @@ def loss_case(num_mag=0, r=1, seed=8):
          for k in ("decoder_spectrogram", "spectrogram")}
   out["stop_token_logits"] = r_.normal(size=(2, frames)).astype(np.float32)
   out["alignments"] = r_.random((2, -(-frames // r), n)).astype(np.float32)
-  out["src_length"] = np.array([3, 2], np.int32)
+  out["src_lengths"] = np.array([3, 2], np.int32)
   if num_mag:
     out["magnitude"] = r_.normal(size=(2, frames, num_mag)).astype(np.float32)
   return {"decoder_output": out, "target_tensors": (spec, stop, lengths)}

@@ -1,5 +1,6 @@
 """Text2SpeechDataLayer, SpectrogramFeatures, the Text2Speech model's hooks and PngFile."""
 
+import csv
 import os
 
 import numpy as np
@@ -15,7 +16,8 @@ from open_seq2seq.encoders.tacotron2_encoder import Tacotron2Encoder
 from open_seq2seq.errors import ConfigError, DataError
 from open_seq2seq.losses.text2speech_loss import Text2SpeechLoss
 from open_seq2seq.models.text2speech import Text2Speech
-from open_seq2seq.outputs import AudioSample, CsvRows, ImageSample, OutputSink, PngFile, WavFile
+from open_seq2seq.outputs import AudioSample, CsvRows, ImageSample, PngFile, WavFile
+from open_seq2seq.output_sink import OutputSink
 from open_seq2seq.parts.tacotron.alignment import (alignment_image, band_mass, focus_rate,
                                                    spectrogram_image)
 
@@ -287,7 +289,7 @@ def test_evaluate_on_hand_made_outputs(corpus, tmp_path):
   free[0, :4] = np.eye(4)
   free[1, :, 2] = 1.0  # always the last of 3 symbols: in the band at steps 4 and 5 of 7
   batch = {"id": np.array([5, 6]), "target_tensors": (None, None, np.array([12, 9]))}
-  outputs = {"src_length": np.array([4, 3]), "final_sequence_lengths": np.array([12, 20]),
+  outputs = {"src_lengths": np.array([4, 3]), "final_sequence_lengths": np.array([12, 20]),
              "alignments": free, "forced_alignments": np.stack([np.pad(eye4, ((0, 3), (0, 0))),
                                                                 eye3])}
   results = model.evaluate(batch, outputs)
@@ -338,22 +340,29 @@ def test_finalize_inference_writes_audio_alignments_and_csv(corpus, tmp_path):
     outputs = tf.nest.map_structure(lambda t: t.numpy(), model.predict(batch))
     results += model.infer(tf.nest.map_structure(lambda t: t.numpy(), batch), outputs)
   outputs = model.finalize_inference(results)
-  directory = os.path.join(str(tmp_path / "logdir"), "infer_audio")
   wavs = [o for o in outputs if isinstance(o, WavFile)]
   pngs = [o for o in outputs if isinstance(o, PngFile)]
   csvs = [o for o in outputs if isinstance(o, CsvRows)]
-  assert [os.path.basename(w.path) for w in wavs] == [n + ".wav" for n in NAMES]
-  assert [p.path for p in pngs] == [os.path.join(directory, n + "_alignment.png") for n in NAMES]
-  assert all(os.path.dirname(w.path) == directory for w in wavs) and len(csvs) == 1
-  assert [r[1][0] for r in csvs[0].records] == NAMES and csvs[0].path is None
-  written = OutputSink(str(tmp_path / "infer.csv")).write(outputs)
+  # paths relative to the run's directory, which the sink is given
+  assert [w.path for w in wavs] == [f"infer_audio/{n}.wav" for n in NAMES]
+  assert [p.path for p in pngs] == [f"infer_audio/{n}_alignment.png" for n in NAMES]
+  assert len(csvs) == 1 and csvs[0].path is None
+  assert [r[1][0] for r in csvs[0].records] == NAMES
+  logdir = str(tmp_path / "logdir")
+  written = OutputSink(str(tmp_path / "infer.csv"), directory=logdir).write(outputs)
   assert len(written) == 9
+  directory = os.path.join(logdir, "infer_audio")
+  assert [p for p, _ in written[:2]] == [os.path.join(directory, NAMES[0] + ".wav"),
+                                         os.path.join(directory, NAMES[0] + "_alignment.png")]
+  with open(tmp_path / "infer.csv", encoding="utf-8", newline="") as f:
+    rows = list(csv.DictReader(f))
+  assert [r["wav_path"] for r in rows] == [os.path.join(directory, n + ".wav") for n in NAMES]
   import soundfile
-  audio, rate = soundfile.read(wavs[0].path)
+  audio, rate = soundfile.read(rows[0]["wav_path"])
   frames = len(dict(results)[0][0])  # the spectrogram of utterance 0
   assert frames > 1 and frames % 3 == 0 and rate == RATE and np.abs(audio).max() <= 1.0
   assert abs(len(audio) - (frames - 1) * HOP) <= HOP
-  image = tf.io.decode_png(open(pngs[0].path, "rb").read()).numpy()
+  image = tf.io.decode_png(open(os.path.join(logdir, pngs[0].path), "rb").read()).numpy()
   assert image.shape[:2] == pngs[0].image.shape and image.max() == 255
 
 
@@ -363,14 +372,16 @@ def test_interactive_outputs_and_lines(tmp_path):
   batch = tf.nest.map_structure(lambda t: t.numpy(), batch)
   symbols = batch["source_tensors"][1]
   outputs = {"spectrogram": np.random.default_rng(1).normal(-2.0, 1.0, (2, 9, 10)),
-             "final_sequence_lengths": np.array([9, 6]), "src_length": symbols,
+             "final_sequence_lengths": np.array([9, 6]), "src_lengths": symbols,
              "alignments": np.full((2, 3, symbols.max()), 1.0 / symbols.max())}
   files = model.interactive_outputs(batch, outputs)
-  directory = os.path.join(str(tmp_path), "interactive_audio")
   wavs = [f.path for f in files if isinstance(f, WavFile)]
-  assert wavs == [os.path.join(directory, f"interactive_{i}.wav") for i in (0, 1)]
-  assert model.interactive_lines(batch, outputs) == [
-      f"{wavs[0]} ({9 * HOP / RATE:.2f} s)", f"{wavs[1]} ({6 * HOP / RATE:.2f} s)"]
+  assert wavs == [f"interactive_audio/interactive_{i}.wav" for i in (0, 1)]
+  sink = OutputSink(os.devnull, directory=str(tmp_path))  # as interactive_infer writes them
+  written = [path for path, _ in sink.write(files) if path.endswith(".wav")]
+  assert written == [os.path.join(str(tmp_path), w) for w in wavs]
+  assert model.interactive_lines(batch, outputs, resolve=sink.resolve) == [
+      f"{written[0]} ({9 * HOP / RATE:.2f} s)", f"{written[1]} ({6 * HOP / RATE:.2f} s)"]
 
 
 @pytest.mark.parametrize("shape", [(5, 7), (4, 3, 3)])

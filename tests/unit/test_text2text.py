@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import sacrebleu
 
+from open_seq2seq.config import validate_top_level
 from open_seq2seq.data.text2text.text2text import ParallelTextDataLayer
 from open_seq2seq.models.text2text import Text2Text, detokenize, ids_to_text, ids_to_tokens
-from open_seq2seq.outputs import OutputSink
+from open_seq2seq.output_sink import OutputSink
 from open_seq2seq.utils.metrics import (char_error_rate, corpus_bleu, edit_distance,
                                         word_error_rate)
 
@@ -42,7 +43,7 @@ def model(tmp_path):
           "target_file": write("tgt.txt", ["the house", "the house is big"]),
       },
   }
-  return Text2Text(Text2Text.validate_params(config), mode="eval")
+  return Text2Text(validate_top_level(Text2Text, config), mode="eval")
 
 
 def eval_batch():

@@ -232,6 +232,13 @@ def test_shared_embed_needs_equal_vocabularies():
     build(decoder_params={"shared_embed": True}, src_vocab=13, tgt_vocab=11)
 
 
+def test_shared_embed_needs_the_decoders_width():
+  with pytest.raises(ConfigError, match=r"^decoder_params/hidden_size: 32 differs from the "
+                                        r"shared encoder embedding's width 16"):
+    build(decoder_params={"shared_embed": True, "hidden_size": 32}, src_vocab=13,
+          tgt_vocab=13)
+
+
 def test_shared_embed_needs_an_encoder_embedding_handed_over():
   decoder = TransformerDecoder({"num_hidden_layers": 1, **SIZES, "shared_embed": True},
                                vocab_size=11)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from open_seq2seq.config import validate_top_level
 from open_seq2seq.decoders import TransformerDecoder
 from open_seq2seq.encoders import TransformerEncoder
 from open_seq2seq.errors import ConfigError
@@ -209,8 +210,8 @@ class NormEncoder(linear.AffineEncoder):
 
 
 def test_train_step_updates_moving_statistics():
-  model = linear.model(encoder=NormEncoder)
-  trainer, step = linear.built(model)
+  trainer, step = linear.built(encoder=NormEncoder)
+  model = trainer.model
   norm = model.encoder.norm
   np.testing.assert_array_equal(norm.moving_mean.numpy(), [0.0, 0.0])
   step()
@@ -333,4 +334,4 @@ def test_model_validates_norm_params_before_building():
             "batch_size_per_gpu": 4}
   with pytest.raises(ConfigError, match="^encoder_params/norm_params/type: 'batchnorm'"):
     from open_seq2seq import slots  # pylint: disable=import-outside-toplevel
-    slots.validate_slots(Model.validate_params(config))
+    slots.validate_slots(validate_top_level(Model, config))

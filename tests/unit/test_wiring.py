@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from open_seq2seq.config import validate_top_level
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.data.description import SpeechDescription, TextDescription
 from open_seq2seq.decoders import FullyConnectedCTCDecoder, TransformerDecoder
@@ -14,7 +15,6 @@ from open_seq2seq.encoders import TransformerEncoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.losses import CTCLoss, PaddedCrossEntropyLossWithSmoothing
 from open_seq2seq.models import Speech2Text, Text2Text
-from open_seq2seq.models.model import accepted_kwargs
 from open_seq2seq.utils.params import Param
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "open_seq2seq"
@@ -53,7 +53,7 @@ def text_model(mode="train", src=13, tgt=13, decoder_params=None, dtype="float32
       "loss": PaddedCrossEntropyLossWithSmoothing, "batch_size_per_gpu": 3,
       "random_seed": 7, "dtype": dtype,
   }
-  return Text2Text(Text2Text.validate_params(config), mode)
+  return Text2Text(validate_top_level(Text2Text, config), mode)
 
 
 # ------------------------------------------------------------------- no component holds the model
@@ -95,13 +95,6 @@ def test_component_dtype_comes_from_the_caller_and_params_override_it():
   assert mixed.compute_dtype == "float16"
   pinned = FullyConnectedCTCDecoder({"dtype": "float32"}, vocab_size=4, dtype="mixed_float16")
   assert pinned.compute_dtype == "float32"
-
-
-def test_accepted_kwargs_follow_the_constructor():
-  offered = {"vocab_size": 5, "idx2char": {}}
-  assert accepted_kwargs(CTCLoss, offered) == {}
-  assert accepted_kwargs(PaddedCrossEntropyLossWithSmoothing, offered) == {"vocab_size": 5}
-  assert accepted_kwargs(lambda params, **kwargs: None, offered) == offered
 
 
 # ------------------------------------------------------------------- the model wires
@@ -157,14 +150,14 @@ def test_text_model_needs_a_text_description():
             "encoder_params": {"encoder_layers": 1, **SIZES}, "decoder": TransformerDecoder,
             "decoder_params": {"num_hidden_layers": 1, **SIZES}, "batch_size_per_gpu": 2}
   with pytest.raises(ConfigError, match="^data_layer: Text2Text needs .*TextDescription"):
-    Text2Text(Text2Text.validate_params(config), "train")
+    Text2Text(validate_top_level(Text2Text, config), "train")
 
 
 def test_speech_model_hands_the_alphabet_to_the_ctc_decoder():
   config = {"data_layer": SpeechLayer, "encoder": TransformerEncoder,
             "encoder_params": {"encoder_layers": 1, **SIZES, "src_vocab_size": 8},
             "decoder": FullyConnectedCTCDecoder, "loss": CTCLoss, "batch_size_per_gpu": 2}
-  model = Speech2Text(Speech2Text.validate_params(config), "train")
+  model = Speech2Text(validate_top_level(Speech2Text, config), "train")
   assert model.decoder.vocab_size == 4
   assert model.decoder.idx2char == SpeechLayer.IDX2CHAR
   assert isinstance(model.loss, CTCLoss)  # offered nothing it does not take

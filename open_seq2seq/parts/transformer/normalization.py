@@ -26,7 +26,7 @@ import keras
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.optimizers import make_regularizer
+from open_seq2seq.utils.regularizers import make_regularizer
 from open_seq2seq.utils.params import Param, callable_or_class, dict_of
 
 NORM_TYPES = ("layernorm_L2", "layernorm_L1", "batch_norm")

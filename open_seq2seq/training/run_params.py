@@ -1,0 +1,133 @@
+"""The run's settings: the top-level config keys that say how a model is trained, not what it is.
+
+A config file stays flat, as OpenSeq2Seq's: ``max_steps``, ``optimizer`` and ``num_gpus`` sit
+beside ``encoder`` and ``dtype``. Their declarations are split by owner (as fairseq's config
+groups and Sockeye's ``TrainerConfig`` beside its ``ModelConfig``): the model class declares
+what shapes the model (its components, their parameters, dtype, batch size, seed), and this
+module declares what the training loop, the checkpoints, the logs, the evaluation schedule
+and the distribution backends read, in :data:`GROUPS`. ``config.py`` validates both together
+and names the same key paths; ``training/``, ``distributed/`` and ``cli.py`` read the run's
+mapping (:func:`run_settings`), never ``model.params``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from open_seq2seq.errors import ConfigError
+from open_seq2seq.optimizers.larc import LARC_PARAMS_TYPE
+from open_seq2seq.training.early_stopping import EARLY_STOPPING_TYPE
+from open_seq2seq.training.step_summaries import SUMMARY_NAMES, SUMMARY_NAMES_TYPE
+from open_seq2seq.utils.params import Param, callable_or_class
+
+_STEPS = (int, None)
+
+#: Declarations of the run's keys by group: the reference documents each group once.
+GROUPS: dict[str, dict[str, Param]] = {
+    "Devices and distribution": {
+        "use_horovod": Param(bool, False, "Use Horovod for data parallelism across processes."),
+        "num_gpus": Param(int, 1, "Number of local devices (towers) to train on (ignored with "
+                          "use_horovod: one device per process, as in OpenSeq2Seq)."),
+        "gpu_ids": Param((list, None), None, "Explicit local device ids (instead of num_gpus)."),
+        "allreduce_dtype": Param(str, "float32", "Dtype the gradients are summed across "
+                                 "replicas in: bfloat16 halves the all-reduce's bytes (not "
+                                 "with use_horovod, whose all-reduce has no bfloat16).",
+                                 choices=("float32", "bfloat16")),
+    },
+    "Duration": {
+        "max_steps": Param(_STEPS, None, "Number of updates to train for (or num_epochs)."),
+        "num_epochs": Param(_STEPS, None,
+                            "Number of passes over the training data (or max_steps)."),
+        "bench_start": Param(int, 10, "With --benchmark, steps excluded as warm-up."),
+    },
+    "Logging": {
+        "logdir": Param(str, "experiment", "Directory for checkpoints, summaries and logs."),
+        "save_summaries_steps": Param(_STEPS, None, "TensorBoard summaries every N steps."),
+        "print_loss_steps": Param(_STEPS, None, "Console loss line every N steps."),
+        "print_samples_steps": Param(_STEPS, None, "Console samples every N steps."),
+        "summaries": Param(SUMMARY_NAMES_TYPE, ["learning_rate", "global_gradient_norm",
+                                                "loss_scale"],
+                           "TensorBoard summaries to write besides the loss: "
+                           + ", ".join(SUMMARY_NAMES) + "."),
+    },
+    "Checkpoints": {
+        "save_checkpoint_steps": Param(_STEPS, None, "Checkpoint every N steps (and at the end)."),
+        "num_checkpoints": Param(int, 5, "Number of latest checkpoints kept."),
+        "restore_best_checkpoint": Param(bool, False,
+                                         "Eval/infer from the best checkpoint by eval metric."),
+        "load_model": Param((str, None), None,
+                            "Initialise from another run's checkpoint (match by name and shape)."),
+    },
+    "Evaluation": {
+        "eval_steps": Param(_STEPS, None,
+                            "In train_eval, evaluate every N steps (and at the end)."),
+        "early_stopping": Param((EARLY_STOPPING_TYPE, None), None,
+                                "Stop train_eval when an eval metric stops improving: {metric, "
+                                "patience, min_delta, higher_is_better} "
+                                "(training/early_stopping.py)."),
+    },
+    "Optimization": {
+        "optimizer": Param((str, callable_or_class), "Adam",
+                           "Optimizer name (Adam, AdamW, SGD, Momentum, RMSProp, Adagrad) or "
+                           "class."),
+        "optimizer_params": Param(dict, {}, "Keyword arguments of the optimizer."),
+        "lr_policy": Param((callable_or_class, None), None,
+                           "Learning-rate policy function from optimizers.lr_policies."),
+        "lr_policy_params": Param(dict, {}, "Keyword arguments of the learning-rate policy."),
+        "iter_size": Param(int, 1, "Accumulate gradients over this many batches per update."),
+        "max_grad_norm": Param((float, None), None, "Clip gradients to this global norm."),
+        "larc_params": Param((LARC_PARAMS_TYPE, None), None,
+                             "LARC: rescale each variable's gradient by its trust ratio "
+                             "(optimizers/larc.py)."),
+        "regularizer": Param((callable_or_class, None), None,
+                             "Weight regularizer class, e.g. keras.regularizers.L2."),
+        "regularizer_params": Param(dict, {}, "Keyword arguments of the regularizer."),
+        "freeze_variables_regex": Param((str, None), None,
+                                        "Trainable variables whose name matches are frozen."),
+        "use_xla_jit": Param(bool, False, "Compile each replica's forward and backward pass "
+                             "with XLA (--use_xla_jit)."),
+        "loss_scaling": Param((float, str, None), None,
+                              "Static loss scale, 'Backoff' or 'LogMax' (half precision only)."),
+        "loss_scaling_params": Param(dict, {}, "Parameters of the automatic loss scaler."),
+    },
+}
+
+#: Every run key, as one flat table.
+RUN_PARAMS: dict[str, Param] = {key: param for group in GROUPS.values()
+                                for key, param in group.items()}
+
+#: Keys that make something happen every N steps (None: never).
+PERIOD_KEYS = ("save_summaries_steps", "print_loss_steps", "print_samples_steps",
+               "save_checkpoint_steps", "eval_steps")
+
+
+def run_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+  """The run's keys of a resolved config (every top-level key of a mode, validated).
+
+  Raises:
+    ConfigError: when ``config`` lacks a run key (it was not resolved by ``config.py``).
+  """
+  missing = [key for key in RUN_PARAMS if key not in config]
+  if missing:
+    raise ConfigError(f"{missing[0]}: missing from the run's settings; resolve the config "
+                      f"with open_seq2seq.config.resolve_config first")
+  return {key: config[key] for key in RUN_PARAMS}
+
+
+def check_run_settings(params: Mapping[str, Any], mode: str) -> None:
+  """The rules between the run's keys (after every key was checked on its own)."""
+  if params["max_steps"] is not None and params["num_epochs"] is not None:
+    raise ConfigError("max_steps and num_epochs: give one of them, not both")
+  if mode in ("train", "train_eval") and params["max_steps"] is None and \
+      params["num_epochs"] is None:
+    raise ConfigError("max_steps: training needs max_steps or num_epochs in the config")
+  for key in ("iter_size", "num_gpus", "num_checkpoints", "max_steps", "num_epochs",
+              *PERIOD_KEYS):
+    if params[key] is not None and params[key] < 1:
+      hint = " (None turns it off)" if key in PERIOD_KEYS else ""
+      raise ConfigError(f"{key}: must be at least 1{hint}, got {params[key]}")
+  if params["bench_start"] < 0:
+    raise ConfigError(f"bench_start: must be at least 0, got {params['bench_start']}")
+
+
+__all__ = ["GROUPS", "RUN_PARAMS", "PERIOD_KEYS", "run_settings", "check_run_settings"]
