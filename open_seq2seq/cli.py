@@ -132,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(argv: list[str]) -> int:
   args, overrides = parse_args(argv)
-  from open_seq2seq.config import load_config  # after argparse: --help stays fast
+  # after argparse: --help stays fast; before the config file, which imports TensorFlow
+  from open_seq2seq.utils.quiet_start import import_tensorflow_quietly
+  import_tensorflow_quietly()
+  from open_seq2seq.config import load_config
   notices: list[str] = []
   # An export is built like interactive inference: the infer settings, no data files read.
   config_mode = "interactive_infer" if args.mode == "export" else args.mode
