@@ -25,7 +25,8 @@ from typing import Any, Callable, Mapping
 
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.utils.params import (Configurable, DeclaredDict, DeclaredList, Param,
-                                       format_params_table, signature_params, validate_params)
+                                       format_params_table, validate_params)
+from open_seq2seq.utils.signatures import signature_params
 
 Declarations = dict[str, Param]
 

@@ -29,7 +29,8 @@ import keras
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.utils.params import Param, signature_params
+from open_seq2seq.utils.params import Param
+from open_seq2seq.utils.signatures import signature_params
 
 _PREFIX = "lr_policy_params"
 

@@ -32,8 +32,8 @@ import keras
 
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.optimizers.novograd import NovoGrad
-from open_seq2seq.utils.params import (REQUIRED, Param, join_path, signature_params,
-                                       unknown_key_error)
+from open_seq2seq.utils.params import REQUIRED, Param, join_path, unknown_key_error
+from open_seq2seq.utils.signatures import signature_params
 from open_seq2seq.utils.regularizers import variable_path
 
 #: Display name -> Keras class. Lookup is case-insensitive.

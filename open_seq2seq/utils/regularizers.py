@@ -16,7 +16,8 @@ import keras
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.utils.params import Param, signature_params, validate_params
+from open_seq2seq.utils.params import Param, validate_params
+from open_seq2seq.utils.signatures import signature_params
 
 
 def variable_path(variable: Any) -> str:

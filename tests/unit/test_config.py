@@ -253,7 +253,7 @@ def test_partial_validation_and_empty_declarations():
 
 
 def test_signature_params_read_descriptions_from_the_docstring():
-  from open_seq2seq.utils.params import signature_params
+  from open_seq2seq.utils.signatures import signature_params
 
   def f(global_step, rate: float, steps: int = 3):
     """Does f.

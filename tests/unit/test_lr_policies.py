@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.optimizers import lr_policies as lp
-from open_seq2seq.utils.params import signature_params
+from open_seq2seq.utils.signatures import signature_params
 
 STEPS = [0, 1, 2, 5, 9, 10, 11, 19, 20, 21, 50, 99, 100, 101, 119, 120, 121, 150, 500, 10**6]
 
