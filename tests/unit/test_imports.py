@@ -200,3 +200,16 @@ def test_the_launcher_side_does_not_start_tensorflow():
                           timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.stdout.strip() == "False"
+
+
+#: A module over this many lines is about more than one concept (DESIGN.md): split it.
+MAX_MODULE_LINES = 400
+
+
+def test_no_module_of_the_package_is_over_the_size_limit():
+  sizes = {}
+  for name, path in _modules().items():
+    with open(path, encoding="utf-8") as f:
+      sizes[name] = sum(1 for _ in f)
+  over = {name: lines for name, lines in sizes.items() if lines > MAX_MODULE_LINES}
+  assert not over, f"modules over {MAX_MODULE_LINES} lines: {over}"
