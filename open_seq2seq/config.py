@@ -10,7 +10,6 @@ of the model and of every part the config chooses (the slot table of
 
 from __future__ import annotations
 
-import ast
 import copy
 import importlib.util
 import inspect
@@ -20,9 +19,11 @@ from typing import Any, Mapping
 
 from open_seq2seq import slots
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.overrides import (MODE_PREFIXES, Parsed, apply_mode_overrides,
+                                    apply_overrides, by_mode, parse_overrides,
+                                    read_overrides_file, replace_duration)
 from open_seq2seq.training.run_params import PERIOD_KEYS, check_run_settings
-from open_seq2seq.utils.params import (AnyType, DeclaredDict, DeclaredList, Param,
-                                       unknown_key_error, validate_params)
+from open_seq2seq.utils.params import validate_params
 
 MODES = ("train", "eval", "train_eval", "infer", "interactive_infer")
 _MODE_DICTS = {
@@ -85,161 +86,6 @@ def mode_config(module: ModuleType, mode: str) -> dict:
   return config
 
 
-def parse_overrides(args: list[str]) -> list[tuple[str, str]]:
-  """``["--encoder_params/num_layers=2", ...]`` -> ``[("encoder_params/num_layers", "2")]``."""
-  overrides = []
-  for arg in args:
-    if not arg.startswith("--") or "=" not in arg:
-      raise ConfigError(
-          f"{arg}: unknown argument; config overrides look like --batch_size_per_gpu=32 or "
-          f"--encoder_params/<key>=<value>")
-    key, value = arg[2:].split("=", 1)
-    overrides.append((key, value))
-  return overrides
-
-
-class Parsed:
-  """An override value that is already a Python value (from YAML), not command-line text."""
-
-  def __init__(self, value: Any):
-    self.value = value
-
-  def __repr__(self) -> str:
-    return f"Parsed({self.value!r})"
-
-
-def read_overrides_file(path: str) -> list[tuple[str, Parsed]]:
-  """Overrides from a YAML mapping, as ``(key/path, Parsed(value))`` in file order.
-
-  Nested mappings address nested keys (``encoder_params: {num_layers: 2}`` is
-  ``encoder_params/num_layers``), so a file sets single keys the way ``--a/b=v`` does and
-  never replaces a whole dict; a key may also be written as a path (``encoder_params/num_layers``).
-  An empty mapping (``{}``) sets a dict to empty.
-
-  Raises:
-    ConfigError: unreadable file, YAML syntax error, or a document that is not a mapping.
-  """
-  import yaml  # declared dependency; imported here so config loading stays light
-  try:
-    with open(path, encoding="utf-8") as f:
-      document = yaml.safe_load(f)
-  except OSError as e:
-    raise ConfigError(f"--overrides_file: cannot read {path}: {e.strerror}") from None
-  except yaml.YAMLError as e:
-    mark = getattr(e, "problem_mark", None)
-    where = f"{path}:{mark.line + 1}" if mark is not None else path
-    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-    raise ConfigError(f"{where}: YAML syntax error: {problem}") from None
-  if document is None:
-    return []
-  if not isinstance(document, Mapping):
-    raise ConfigError(f"{path}: expected a mapping of config keys to values, got "
-                      f"{type(document).__name__}")
-  overrides: list[tuple[str, Parsed]] = []
-
-  def walk(mapping: Mapping, prefix: str) -> None:
-    for key, value in mapping.items():
-      path_key = f"{prefix}/{key}" if prefix else str(key)
-      if isinstance(value, Mapping) and value:
-        walk(value, path_key)
-      else:
-        overrides.append((path_key, Parsed(value)))
-
-  walk(document, "")
-  return overrides
-
-
-def _declaration(base_model: type, config: Mapping, path: str) -> Param | None:
-  """The declaration of ``path`` (``a/b/c``), or None for keys inside free-form dicts.
-
-  A top-level ``<slot>_params`` key takes the declarations of the part the config chooses
-  for the slot (:mod:`open_seq2seq.slots`); deeper keys those their ``Param`` declares
-  (``dict_of``/``list_of``; a list's entries are addressed by index: ``convnet_layers/0``).
-  """
-  parts = path.split("/")
-  declared: Any = slots.top_level_declarations(base_model)
-  owner, param = base_model.__name__, None
-  for depth, key in enumerate(parts):
-    prefix = "/".join(parts[:depth])
-    if isinstance(declared, DeclaredList):
-      if not key.isdigit():
-        raise ConfigError(f"--{path}: {prefix} is a list; expected an entry index, got {key!r}")
-      param = Param(declared.item)
-      declared, owner = declared.item.fields, declared.item.owner
-      continue
-    if declared is None:
-      return None
-    if key not in declared:
-      raise unknown_key_error(key, declared, prefix, owner)
-    param = declared[key]
-    slot = slots.slot_of(key) if depth == 0 else None
-    if slot is not None:
-      declared, owner = slots.chosen_declarations(slot, config)
-    else:
-      nested = param.nested()
-      declared = nested.fields if isinstance(nested, DeclaredDict) else nested
-      owner = nested.owner if isinstance(nested, DeclaredDict) else owner
-  return param
-
-
-def parse_value(text: str, param: Param | None) -> Any:
-  """Parses an override's text: a Python literal if it is one, else the string itself."""
-  if param is not None and str in param.type_tuple() and AnyType not in param.type_tuple():
-    if text == "None" and type(None) in param.type_tuple():
-      return None
-    return text
-  try:
-    return ast.literal_eval(text)
-  except (ValueError, SyntaxError):
-    return text
-
-
-def apply_overrides(base_model: type, config: dict, overrides: list[tuple[str, str]]) -> dict:
-  """Sets each ``path=value`` in ``config``, creating nested dicts as needed.
-
-  A value is command-line text (parsed by :func:`parse_value`) or a :class:`Parsed` value
-  from an overrides file. A path may index into a list
-  (``encoder_params/convnet_layers/2/kernel_size``); the index must exist.
-  """
-  config = copy.deepcopy(config)
-  for path, text in overrides:
-    param = _declaration(base_model, config, path)
-    value = text.value if isinstance(text, Parsed) else parse_value(text, param)
-    *parents, last = path.split("/")
-    target: Any = config
-    for depth, key in enumerate(parents):
-      child = _get(target, key, path, parents[:depth])
-      if child is None:  # absent, or None like an unset augmentation dict
-        child = {}
-        _put(target, key, child, path, parents[:depth])
-      elif not isinstance(child, (dict, list)):
-        raise ConfigError(f"--{path}: {'/'.join(parents[:depth + 1])} is not a dict in the "
-                          f"config")
-      target = child
-    _put(target, last, value, path, parents)
-  return config
-
-
-def _index(container: list, key: str, path: str, where: list[str]) -> int:
-  if not key.isdigit() or int(key) >= len(container):
-    raise ConfigError(f"--{path}: {'/'.join(where)} is a list of {len(container)} entries; "
-                      f"{key!r} is not one of its indices")
-  return int(key)
-
-
-def _get(container: Any, key: str, path: str, where: list[str]) -> Any:
-  if isinstance(container, list):
-    return container[_index(container, key, path, where)]
-  return container.get(key)
-
-
-def _put(container: Any, key: str, value: Any, path: str, where: list[str]) -> None:
-  if isinstance(container, list):
-    container[_index(container, key, path, where)] = value
-  else:
-    container[key] = value
-
-
 def resolve_config(base_model: type, config: Mapping, mode: str) -> dict:
   """Validates a merged config and returns it with every default filled in.
 
@@ -278,28 +124,68 @@ def _check_model_settings(params: Mapping, mode: str) -> None:
 
 
 def load_config(path: str, mode: str, overrides: list[str] | None = None,
-                overrides_file: str | None = None, notices: list[str] | None = None
-                ) -> tuple[type, dict[str, dict]]:
+                overrides_file: str | None = None, notices: list[str] | None = None,
+                run_overrides: list | None = None) -> tuple[type, dict[str, dict]]:
   """Loads ``path`` and returns ``(base_model, {mode: validated params})``.
 
-  ``train_eval`` yields both a ``train`` and an ``eval`` config; overrides apply to each,
-  those of ``overrides_file`` (YAML, :func:`read_overrides_file`) first, then the
-  command-line ones, which win. When ``notices`` is a list, a line is appended for every
-  key the config sets that is accepted but changes nothing
-  (:func:`open_seq2seq.slots.ignored_settings`).
+  ``train_eval`` yields both a ``train`` and an ``eval`` config. Overrides apply in this
+  order, later ones winning: ``run_overrides`` (what the run being resumed or evaluated was
+  made with, :mod:`open_seq2seq.run_settings`), those of ``overrides_file`` (YAML,
+  :func:`read_overrides_file`), then the command-line ones. An un-prefixed key reaches every
+  mode's config; ``train_params/...``, ``eval_params/...``, ``infer_params/...`` and
+  ``interactive_infer_params/...`` reach that mode's only (a prefix for a mode the command
+  does not run gets a notice). ``max_steps`` given where the config sets ``num_epochs``
+  replaces it, and the reverse. When ``notices`` is a list, a line is appended for each such
+  replacement, each unused prefix and every key the config sets that is accepted but changes
+  nothing (:func:`open_seq2seq.slots.ignored_settings`).
   """
   module = load_config_module(path)
-  parsed: list = read_overrides_file(overrides_file) if overrides_file else []
+  parsed: list = list(run_overrides or [])
+  parsed += read_overrides_file(overrides_file) if overrides_file else []
   parsed += parse_overrides(overrides or [])
+  common, per_mode = by_mode(parsed)
   modes = ("train", "eval") if mode == "train_eval" else (mode,)
+  notices = notices if notices is not None else []
+  for prefix, reached in MODE_PREFIXES.items():
+    given = any(path.startswith(prefix + "/") for path, _ in parsed)
+    if given and not set(reached) & set(modes):
+      notices.append(f"--{prefix}/...: ignored: --mode={mode} builds no {reached[0]} config")
+  if mode == "train_eval":
+    notices += _shared_overrides_of_split_keys(module, common)
   configs = {}
   for m in modes:
-    merged = apply_overrides(module.base_model, mode_config(module, m), parsed)
+    mode_overrides = common + per_mode.get(m, [])
+    merged = replace_duration(mode_config(module, m), mode_overrides, notices)
+    merged = apply_mode_overrides(module.base_model, merged, mode_overrides)
     configs[m] = resolve_config(module.base_model, merged, mode if m == "train" else m)
-    if notices is not None:
-      notices += [line for line in slots.ignored_settings(module.base_model, merged)
-                  if line not in notices]
+    notices += [line for line in slots.ignored_settings(module.base_model, merged)
+                if line not in notices]
   return module.base_model, configs
+
+
+def _shared_overrides_of_split_keys(module: ModuleType, common: list) -> list[str]:
+  """Notices for un-prefixed overrides of keys the config file sets differently for train
+  and eval (data files ...): in train_eval they reach both, so the in-training eval would
+  read what training reads."""
+  lines = []
+  train, evaluation = mode_config(module, "train"), mode_config(module, "eval")
+  for path, _ in common:
+    if _lookup(train, path) != _lookup(evaluation, path):
+      lines.append(f"--{path}=... reaches both the train and the eval config of train_eval "
+                   f"(the config file gives them different values); write "
+                   f"--train_params/{path}=... or --eval_params/{path}=... to set one")
+  return lines
+
+
+def _lookup(config: Any, path: str) -> Any:
+  for key in path.split("/"):
+    if isinstance(config, Mapping):
+      config = config.get(key)
+    elif isinstance(config, list) and key.isdigit() and int(key) < len(config):
+      config = config[int(key)]
+    else:
+      return None
+  return config
 
 
 def config_to_text(params: Mapping[str, Any]) -> str:

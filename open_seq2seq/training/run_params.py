@@ -117,7 +117,9 @@ def run_settings(config: Mapping[str, Any]) -> dict[str, Any]:
 def check_run_settings(params: Mapping[str, Any], mode: str) -> None:
   """The rules between the run's keys (after every key was checked on its own)."""
   if params["max_steps"] is not None and params["num_epochs"] is not None:
-    raise ConfigError("max_steps and num_epochs: give one of them, not both")
+    raise ConfigError(f"max_steps={params['max_steps']} and num_epochs={params['num_epochs']}: "
+                      f"give one of them, not both (from the command line, --max_steps=N "
+                      f"alone replaces a config's num_epochs, and --num_epochs=N its max_steps)")
   if mode in ("train", "train_eval") and params["max_steps"] is None and \
       params["num_epochs"] is None:
     raise ConfigError("max_steps: training needs max_steps or num_epochs in the config")
