@@ -1,13 +1,20 @@
 """Every config under example_configs/ runs as shipped through run.py's own path.
 
 For each file (found recursively, so a new family's configs are picked up by themselves):
-the config loads in every mode, then ``python run.py --mode=train_eval --max_steps=2`` trains
-two steps on tiny generated data with the backend the config asks for, evaluates (once per
-combination of components, see ``_infer_key``: the others run ``--mode=train``), writes its
-checkpoint, and ``--mode=infer`` restores it and predicts every input (models up to
-``INFER_MAX_PARAMS``, once per combination of components, see ``_infer_key``). Only data
-and steps shrink (a family helper in tests/helpers/ writes
-the data and gives the overrides); the model keeps the config's own size.
+the config loads in every mode, then run.py runs it on tiny generated data with the backend
+the config asks for. Only data and steps shrink (a family helper in tests/helpers/ writes the
+data and gives the overrides); the model keeps the config's own size.
+
+* Small configs: ``python run.py --mode=train_eval --max_steps=2`` trains two steps,
+  evaluates and writes its checkpoint, and ``--mode=infer`` restores it and predicts every
+  input. The first config of each combination of components in the session (over every
+  xdist worker: ``_infer_key``, ``once``) runs both; the others train with ``--mode=train``.
+* Published-size configs (``config_sizes.STEPPED``: over 15 M parameters): ``python run.py
+  --mode=train --benchmark --bench_steps=1`` builds the model and trains one step, saving
+  nothing; the parameter count is checked against ``PUBLISHED_SIZES``. Their eval, second
+  step and checkpoints (8 GB for jasper10x5) cost 1.3-2.5x as much, on 2 AVX-512 cores
+  jasper10x5 110-146 s against 73-106 s, en-de-convs2s-8-gpu 55-69 s against 25 s,
+  gnmt-v2-4x1024 27-33 s against 16-18 s; infer never ran at that size.
 
 Backends as a user of this machine gets them:
 
@@ -23,12 +30,14 @@ Backends as a user of this machine gets them:
   and 6 GB on one device; towers themselves are tested with small models in
   tests/e2e/test_distributed_training.py. On a host with the GPUs they run as towers.
 
-Per-config times are printed with ``pytest -s``.
+Under pytest-xdist each config is a scope of its own (tests/conftest.py), so both workers
+share them. Per-config times are printed with ``pytest -s``.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -40,7 +49,8 @@ import pytest
 
 from open_seq2seq.config import load_config, load_config_module
 from open_seq2seq.distributed.horovod_backend import ignored_devices_notice
-from tests.helpers import image, lm, speech, speech_commands, toy, tts, warm_cli, wavenet
+from tests.helpers import (config_sizes, image, lm, speech, speech_commands, toy, tts, warm_cli,
+                           wavenet)
 
 pytestmark = pytest.mark.slow
 
@@ -71,17 +81,19 @@ PUBLISHED_SIZES = {"jasper10x5_LibriSpeech_nvgrad.py": 333e6,
 #: Infer (a fresh process that restores the checkpoint and traces the model again) runs for
 #: models up to this size. Above it, it costs 15-40 s more per config on 2 cores and runs the
 #: forward pass the train_eval's eval just ran; restore and output are covered by the others.
+#: Every config above it is in config_sizes.STEPPED today (built and stepped only).
 INFER_MAX_PARAMS = 15_000_000
-#: Component combinations whose infer already ran in this session (``_infer_key``).
-_INFERRED: set = set()
-#: Component combinations whose eval already ran in this session: the next config with the
-#: same components trains its steps with ``--mode=train`` (its eval would trace and run the
-#: same eval code on another size; skipping it saved ~10 minutes of the suite on 2 cores).
-_EVALUATED: set = set()
+#: A config above this size that is not in config_sizes.STEPPED fails: it would spend a
+#: minute or more on an eval and a checkpoint of its size. (Between the two, one that is not
+#: listed trains and evaluates without infer; if it evaluates first for its combination of
+#: components, that combination's infer is not run.)
+FULL_CYCLE_MAX_PARAMS = 50_000_000
 TIMEOUT = 1800
 #: Launcher variables that would turn a run into a multi-process job.
 _JOB_VARIABLES = ("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "MPI_LOCAL", "TF_CONFIG",
                   "OPEN_SEQ2SEQ_LAUNCHER")
+_STARTED = re.compile(r"Training ([\d,]+) parameters for (\d+) steps .* (\d+) replica\(s\), "
+                      r"backend ([\w-]+)")
 
 
 def _horovod_missing() -> str | None:
@@ -138,6 +150,28 @@ def _family(path: str) -> str | None:
   return None
 
 
+@pytest.fixture(scope="session")
+def once(tmp_path_factory) -> Callable[[str, tuple], bool]:
+  """``once(what, key)``: True the first time it is asked in this test session, over every
+  xdist worker (the first to create the key's file in the session's directory wins), so
+  that spreading the configs over workers does not repeat an eval or infer."""
+  root = tmp_path_factory.getbasetemp()
+  if os.environ.get("PYTEST_XDIST_WORKER"):
+    root = root.parent  # xdist gives each worker <the session's basetemp>/popen-<worker>
+  directory = root / "example-config-runs"
+  directory.mkdir(exist_ok=True)
+
+  def first(what: str, key: tuple) -> bool:
+    name = hashlib.sha256(repr((what, key)).encode()).hexdigest()[:20]
+    try:
+      os.close(os.open(directory / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+      return False
+    return True
+
+  return first
+
+
 def test_every_family_of_the_examples_has_a_data_helper():
   assert len(CONFIGS) >= 8
   missing = {load_config_module(path).base_model.__name__ for path in CONFIGS
@@ -145,8 +179,15 @@ def test_every_family_of_the_examples_has_a_data_helper():
   assert not missing, f"add a data helper to tests/helpers/ for {missing}"
 
 
+def test_every_stepped_config_exists():
+  """A renamed config left in config_sizes.STEPPED would get the full cycle unnoticed."""
+  names = {os.path.basename(path) for path in CONFIGS}
+  assert len(names) == len(CONFIGS), "two example configs share a file name"
+  assert set(config_sizes.STEPPED) <= names, set(config_sizes.STEPPED) - names
+
+
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: os.path.relpath(p, ROOT))
-def test_config_trains_evaluates_and_infers_through_run_py(path, tmp_path):
+def test_config_trains_evaluates_and_infers_through_run_py(path, tmp_path, once):
   data, examples = DATA[_family(path)](str(tmp_path / "data"))
   for mode in ("train", "eval", "infer"):
     load_config(path, mode, data)  # every mode validates, with the data overrides
@@ -156,9 +197,12 @@ def test_config_trains_evaluates_and_infers_through_run_py(path, tmp_path):
     pytest.skip(_horovod_missing())
   logdir = str(tmp_path / "run")
   try:
-    times = _train_eval_and_infer(path, logdir, data, examples, params)
+    if os.path.basename(path) in config_sizes.STEPPED:
+      times = _build_and_step(path, logdir, data, params)
+    else:
+      times = _train_eval_and_infer(path, logdir, data, examples, params, once)
   finally:
-    shutil.rmtree(logdir, ignore_errors=True)  # jasper10x5's checkpoints take 8 GB
+    shutil.rmtree(logdir, ignore_errors=True)
   print(f"\n{os.path.relpath(path, ROOT)} [{backend}, {replicas} replica(s)]: " +
         ", ".join(f"{name} {seconds:.0f} s" for name, seconds in times.items()))
 
@@ -200,44 +244,73 @@ def _infer_key(params: dict) -> tuple:
   return (*names, *switches, str(params["dtype"]))
 
 
+def _check_started(result: subprocess.CompletedProcess, path: str, params: dict,
+                   steps: int) -> int:
+  """Checks the run's start line (backend, replicas, steps, published size) and its notices;
+  returns the number of trained parameters."""
+  backend, replicas, _ = _expected_backend(params)
+  assert result.returncode == 0, _explain(result)
+  started = _STARTED.search(result.stdout)
+  assert started, _explain(result)
+  assert (started.group(4), int(started.group(3))) == (backend, replicas)
+  assert int(started.group(2)) == steps, _explain(result)
+  trained = int(started.group(1).replace(",", ""))
+  published = PUBLISHED_SIZES.get(os.path.basename(path))
+  if published is not None:
+    assert abs(trained / published - 1) < 0.1, f"{trained:,} parameters, published {published:,.0f}"
+  # Keys kept for OpenSeq2Seq that change nothing each say so (slots.ignored_settings), and
+  # so do the data helpers' un-prefixed overrides, which point train and eval at the same
+  # tiny data on purpose; any other notice is about the devices.
+  notices = [line for line in result.stderr.splitlines() if line.startswith("notice:")
+             and ": ignored: " not in line
+             and " reaches both the train and the eval config of train_eval " not in line]
+  notice = ignored_devices_notice(params, 1) if backend == "horovod" else None
+  assert notices == ([f"notice: {notice}"] if notice else []), _explain(result)
+  return trained
+
+
+def _build_and_step(path: str, logdir: str, data: list[str], params: dict) -> dict[str, float]:
+  """A published-size config: run.py builds it and trains one step (``--benchmark``, which
+  saves nothing); returns the seconds of the run."""
+  flags = _expected_backend(params)[2]
+  result, seconds = _run([f"--config_file={path}", f"--logdir={logdir}", *data, *flags,
+                          "--mode=train", "--benchmark", "--bench_steps=1"])
+  trained = _check_started(result, path, params, steps=1)
+  assert re.search(r"^\| steps timed +\| 1 \|$", result.stdout, re.M), _explain(result)
+  assert trained > INFER_MAX_PARAMS, \
+      f"{trained:,} parameters: take {os.path.basename(path)} off config_sizes.STEPPED (" \
+      f"configs up to {INFER_MAX_PARAMS:,} get the train_eval and infer cycle)"
+  assert not glob.glob(os.path.join(logdir, "ckpt-*")), "--benchmark wrote a checkpoint"
+  return {"build and step": seconds}
+
+
 def _train_eval_and_infer(path: str, logdir: str, data: list[str], examples: int,
-                          params: dict) -> dict[str, float]:
+                          params: dict, once: Callable[[str, tuple], bool]) -> dict[str, float]:
   """Runs and checks train_eval then infer in ``logdir``; returns the seconds of each run."""
-  backend, replicas, flags = _expected_backend(params)
+  flags = _expected_backend(params)[2]
   common = [f"--config_file={path}", f"--logdir={logdir}", *data]
   times = {}
 
-  evaluate = _infer_key(params) not in _EVALUATED
+  # An eval (and an infer) traces and runs the same code as another size of the same
+  # components: the other configs of a combination train with --mode=train (~10 minutes of
+  # the suite).
+  evaluate = once("eval", _infer_key(params))
   train = [f"--mode={'train_eval' if evaluate else 'train'}", f"--max_steps={STEPS}"]
   if params["num_epochs"] is not None:
     train.append("--num_epochs=None")
   result, times["train_eval" if evaluate else "train"] = _run(common + flags + train)
-  assert result.returncode == 0, _explain(result)
-  started = re.search(r"Training ([\d,]+) parameters .* (\d+) replica\(s\), backend ([\w-]+)",
-                      result.stdout)
-  assert started, _explain(result)
-  assert (started.group(3), int(started.group(2))) == (backend, replicas)
+  trained = _check_started(result, path, params, steps=STEPS)
+  assert trained <= FULL_CYCLE_MAX_PARAMS, \
+      f"{trained:,} parameters: add {os.path.basename(path)} to config_sizes.STEPPED (built " \
+      f"and stepped only)"
   if evaluate:
     assert re.search(rf"eval at step {STEPS}:", result.stdout), _explain(result)
-    _EVALUATED.add(_infer_key(params))
   assert f"Finished training at step {STEPS}" in result.stdout
-  published = PUBLISHED_SIZES.get(os.path.basename(path))
-  if published is not None:
-    trained = int(re.search(r"Training ([\d,]+) parameters", result.stdout).group(1)
-                  .replace(",", ""))
-    assert abs(trained / published - 1) < 0.1, f"{trained:,} parameters, published {published:,.0f}"
   assert os.path.exists(os.path.join(logdir, f"ckpt-{STEPS}.index"))
-  # Keys kept for OpenSeq2Seq that change nothing each say so (slots.ignored_settings); any
-  # other notice is about the devices.
-  notices = [line for line in result.stderr.splitlines() if line.startswith("notice:")
-             and ": ignored: " not in line]
-  notice = ignored_devices_notice(params, 1) if backend == "horovod" else None
-  assert notices == ([f"notice: {notice}"] if notice else []), _explain(result)
 
-  if int(started.group(1).replace(",", "")) > INFER_MAX_PARAMS or \
-      _infer_key(params) in _INFERRED:
+  # Infer restores the best checkpoint that train_eval's eval saved (restore_best_checkpoint).
+  if not evaluate or trained > INFER_MAX_PARAMS:
     return times
-  _INFERRED.add(_infer_key(params))
   output = os.path.join(logdir, "infer-out.txt")
   result, times["infer"] = _run(common + flags + ["--mode=infer",
                                                   f"--infer_output_file={output}"])

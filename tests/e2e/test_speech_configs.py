@@ -1,7 +1,8 @@
 """The published speech configs are shipped.
 
-Loading every mode, training steps, eval and infer of every example config (speech included)
-through run.py, and the published parameter counts, are checked in
+Loading every mode and stepping every example config (speech included) through run.py (the
+published-size ones built and trained one step, the small ones trained, evaluated and
+inferred), and the published parameter counts, are checked in
 tests/e2e/test_example_configs.py.
 """
 
