@@ -10,15 +10,26 @@ fails, the others are stopped and the launcher exits with its status; ``--timeou
 the whole job. ``--bind_cores`` pins each process to its share of this machine's cores and
 sizes TensorFlow's thread pools to match.
 
+TensorFlow's gRPC server listens on every interface whatever address the cluster names (TF
+2.21 offers no option to choose one), and it has no authentication. So the launcher first
+moves itself into a private network namespace whose only interface is the loopback, and the
+ranks it starts share it: they reach each other on 127.0.0.1 and nothing else reaches them
+(nor do they reach the network; ``--network host`` keeps the machine's network, for jobs that
+read remote storage). Where the system allows no namespace (an unprivileged user without
+user namespaces), the ranks use the machine's network and the launcher says so.
+
 No MPI library is involved: Horovod needs ``mpiexec`` or ``horovodrun`` instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import fcntl
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -29,6 +40,39 @@ from open_seq2seq.distributed import cluster
 
 EXIT_TIMEOUT = 124
 _GRACE_SECONDS = 10.0
+_CLONE_NEWNET, _CLONE_NEWUSER = 0x40000000, 0x10000000
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def isolate_network() -> str | None:
+  """Moves this process into a new network namespace that holds only the loopback interface,
+  brought up; the processes it starts afterwards share it. Returns None, or why it could not
+  (this process then stays in the machine's network).
+
+  A process with CAP_SYS_ADMIN (root) needs only the network namespace; any other user also
+  needs a user namespace, in which it keeps its own uid and gid. Must run before this
+  process starts a thread (a user namespace is refused to a multi-threaded process).
+  """
+  libc = ctypes.CDLL(None, use_errno=True)
+  uid, gid = os.getuid(), os.getgid()
+  if libc.unshare(_CLONE_NEWNET) != 0:
+    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) != 0:
+      return os.strerror(ctypes.get_errno())
+    try:  # the same ids inside as outside: files keep their owners
+      for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                         ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w", encoding="ascii") as f:
+          f.write(text)
+    except OSError as e:
+      return f"cannot map the user's ids into the namespace ({e.strerror})"
+  try:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+      request = struct.pack("16sh22x", b"lo", 0)  # struct ifreq: name, flags, padding
+      flags = struct.unpack_from("16sh", fcntl.ioctl(probe, _SIOCGIFFLAGS, request))[1]
+      fcntl.ioctl(probe, _SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags | _IFF_UP))
+  except OSError as e:
+    return f"cannot bring up its loopback interface ({e.strerror})"
+  return None
 
 
 def free_base_port(count: int, start: int | None = None) -> int:
@@ -117,8 +161,18 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
 
 
 def launch(size: int, program: list[str], timeout: float | None = None,
-           bind_cores: bool = False, port: int | None = None) -> int:
-  """Runs ``program`` as ``size`` ranks; returns the job's exit status."""
+           bind_cores: bool = False, port: int | None = None, network: str = "private") -> int:
+  """Runs ``program`` as ``size`` ranks; returns the job's exit status.
+
+  ``network``: "private" runs the ranks in a network namespace of their own (see
+  :func:`isolate_network`; this process moves into it), "host" in the machine's network.
+  """
+  if network == "private" and size > 1:
+    why = isolate_network()
+    if why is not None:
+      _report(f"notice: the ranks use this machine's network, where TensorFlow listens on "
+              f"every interface: a private network namespace is not allowed here ({why}); "
+              f"see docs/distributed.md")
   base = free_base_port(size, port)
   shares = core_shares(size, sorted(os.sched_getaffinity(0))) if bind_cores else [None] * size
   lock = threading.Lock()
@@ -189,6 +243,10 @@ def main(argv: list[str] | None = None) -> int:
                       help="Pin each rank to its share of the cores (threads sized to match).")
   parser.add_argument("--port", type=int, default=None,
                       help="First port to try (rank r listens on port + r).")
+  parser.add_argument("--network", choices=["private", "host"], default="private",
+                      help="private (default): the ranks share a network namespace of their "
+                           "own, reachable only from inside it (TensorFlow listens on every "
+                           "interface); host: the machine's network (remote storage).")
   parser.add_argument("program", nargs=argparse.REMAINDER,
                       help="Script (.py runs with this Python) or command, and its arguments.")
   args = parser.parse_args(argv)
@@ -196,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.error("give the program to run, e.g. run.py --config_file=...")
   if args.num_processes < 1:
     parser.error("-np must be at least 1")
-  return launch(args.num_processes, args.program, args.timeout, args.bind_cores, args.port)
+  return launch(args.num_processes, args.program, args.timeout, args.bind_cores, args.port,
+                args.network)
 
 
 if __name__ == "__main__":

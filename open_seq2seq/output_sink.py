@@ -7,8 +7,8 @@ only; the chief's :class:`OutputStream` writes them as they arrive: a per-exampl
 ``CsvRows``) in input order through an :class:`OrderRestorer`, each line as soon as every
 earlier example is finished. A line file is written under a temporary name and renamed into
 place at the end of the pass, so a crash never leaves half a file. An output that cannot
-stream (a ``PickledObject``, e.g. every utterance's logits) is merged on the chief and
-written at the end. :class:`OutputSink` writes a list of outputs at once (interactive
+stream (``NpzArrays``, e.g. every utterance's logits, or a ``PickledObject``) is merged on
+the chief and written at the end. :class:`OutputSink` writes a list of outputs at once (interactive
 inference, a single process).
 """
 
@@ -20,7 +20,7 @@ import itertools
 import os
 from typing import Any, Callable, Iterable, Sequence
 
-from open_seq2seq.outputs import CsvRows, InferenceOutput, PickledObject, TextLines
+from open_seq2seq.outputs import CsvRows, InferenceOutput, NpzArrays, PickledObject, TextLines
 from open_seq2seq.utils.io import atomic_open
 
 
@@ -148,7 +148,7 @@ class OutputStream:
   Use it as a context manager (an error removes the temporary line files; per-example files
   already written stay) and call :meth:`add` per chunk; on a disabled sink it writes nothing.
   After the block, :attr:`written` lists ``(path, number of records)`` per file: the
-  per-example files in arrival order, then the line files, then the merged pickles.
+  per-example files in arrival order, then the line files, then the merged outputs.
   """
 
   def __init__(self, sink: OutputSink):
@@ -156,7 +156,7 @@ class OutputStream:
     self.watermark = Watermark()
     self.written: list[tuple[str, int]] = []
     self._lines: dict[str, _LineFile] = {}
-    self._pickles: dict[str, Any] = {}
+    self._merged: dict[str, tuple[type, Any]] = {}  # path: (output type, merged contents)
     self._closed = False
     self._max_pending = 0  # of the line files already closed
 
@@ -202,7 +202,9 @@ class OutputStream:
         for index, line in records:
           file.order.add(int(index), line)
       elif isinstance(output, PickledObject):
-        self._merge_pickle(path, output.obj)
+        self._merge(path, PickledObject, output.obj)
+      elif isinstance(output, NpzArrays):
+        self._merge(path, NpzArrays, output.arrays)
       else:  # a file per example: written now
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         self.written.append((path, output.write(path)))
@@ -210,14 +212,14 @@ class OutputStream:
     for file in self._lines.values():
       file.order.release(low)
 
-  def _merge_pickle(self, path: str, obj: Any) -> None:
-    if path not in self._pickles:
-      self._pickles[path] = obj
+  def _merge(self, path: str, kind: type, obj: Any) -> None:
+    if path not in self._merged:
+      self._merged[path] = (kind, obj)
       return
-    merged = self._pickles[path]
-    if not (isinstance(merged, dict) and isinstance(obj, dict)):
-      raise TypeError(f"PickledObject {path}: only dicts merge across chunks, got "
-                      f"{type(merged).__name__} and {type(obj).__name__}")
+    merged_kind, merged = self._merged[path]
+    if merged_kind is not kind or not (isinstance(merged, dict) and isinstance(obj, dict)):
+      raise TypeError(f"{kind.__name__} {path}: only dicts of one output type merge across "
+                      f"chunks, got {type(merged).__name__} and {type(obj).__name__}")
     merged.update(obj)
 
   def close(self) -> list[tuple[str, int]]:
@@ -230,10 +232,10 @@ class OutputStream:
         self._max_pending = max(self._max_pending, file.order.max_pending)
         del self._lines[path]
         self.written.append((path, count))
-      for path, obj in self._pickles.items():
+      for path, (kind, obj) in self._merged.items():
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self.written.append((path, PickledObject(obj, path).write(path)))
-      self._pickles = {}
+        self.written.append((path, kind(obj, path).write(path)))
+      self._merged = {}
     except BaseException as e:
       self.abort(e)
       raise
@@ -245,4 +247,4 @@ class OutputStream:
     for file in self._lines.values():
       with contextlib.suppress(BaseException):
         file.abort(error)
-    self._lines, self._pickles = {}, {}
+    self._lines, self._merged = {}, {}

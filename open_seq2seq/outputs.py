@@ -1,6 +1,6 @@
 """What a model hands back to the toolkit: inference outputs and sample summaries.
 
-A model *formats* (text lines, CSV rows, a pickle of logits, WAV files, an image for
+A model *formats* (text lines, CSV rows, arrays of logits, WAV files, an image for
 TensorBoard); the toolkit *writes*. Inference scales with the processes:
 
 * each process formats its own share of the inputs, a chunk at a time
@@ -11,8 +11,8 @@ TensorBoard); the toolkit *writes*. Inference scales with the processes:
   (:class:`TextLines`, :class:`CsvRows`) in input order through an ``OrderRestorer``,
   each line as soon as every earlier example is finished. A line file is written under a
   temporary name and renamed into place at the end of the pass, so a crash never leaves
-  half a file. An output that cannot stream (a :class:`PickledObject`, e.g. every
-  utterance's logits) is merged on the chief and written at the end.
+  half a file. An output that cannot stream (:class:`NpzArrays`, e.g. every utterance's
+  logits, or a :class:`PickledObject`) is merged on the chief and written at the end.
 
 Paths: an output without a path goes to the run's ``--infer_output_file``; a relative path
 is relative to the output directory the toolkit chooses (the run's logdir), so models never
@@ -26,10 +26,12 @@ import csv
 import dataclasses
 import io
 import pickle
+import zipfile
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from open_seq2seq.errors import DataError
 from open_seq2seq.utils.io import atomic_open
 
 
@@ -120,6 +122,59 @@ class PickledObject:
 
 
 @dataclasses.dataclass
+class NpzArrays:
+  """Named arrays of one dtype and trailing shape (``{wav_filename: logits [T, V]}``), saved
+  as a NumPy ``.npz`` that holds no Python object: :func:`read_npz_arrays` loads it with
+  ``allow_pickle=False``, so reading it cannot run code (a pickle can).
+
+  The file holds ``names`` [N] (unicode), ``lengths`` [N] int64 (each array's first
+  dimension) and ``values`` [sum of lengths, ...], the arrays one after the other. Like a
+  :class:`PickledObject` it cannot stream: the chief merges the chunks of a pass (dicts with
+  the same path are united) and writes the result at the end.
+  """
+
+  arrays: dict[str, np.ndarray]
+  path: str
+
+  def write(self, path: str) -> int:
+    names = list(self.arrays)
+    values = [np.asarray(self.arrays[name]) for name in names]
+    with atomic_open(path, binary=True) as f:
+      np.savez(f, names=np.array(names, dtype=str),
+               lengths=np.array([len(v) for v in values], np.int64),
+               values=np.concatenate(values) if values else np.zeros([0], np.float32))
+    return len(names)
+
+
+def read_npz_arrays(path: str) -> dict[str, np.ndarray]:
+  """The ``{name: array}`` an :class:`NpzArrays` wrote (never unpickles anything).
+
+  Raises:
+    DataError: ``path`` is not such a file (not an .npz, truncated, other arrays).
+  """
+  try:
+    with np.load(path, allow_pickle=False) as data:
+      if not isinstance(data, np.lib.npyio.NpzFile):
+        raise DataError(f"{path}: a single .npy array, not an .npz of named arrays")
+      missing = {"names", "lengths", "values"} - set(data.files)
+      if missing:
+        raise DataError(f"{path}: an .npz without {', '.join(sorted(missing))}: not written "
+                        f"by open_seq2seq's inference")
+      names, lengths, values = data["names"], data["lengths"], data["values"]
+  except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+    # ValueError: object arrays (allow_pickle=False refuses them) or a broken .npy header
+    raise DataError(f"{path}: not a readable .npz of arrays ({str(e).splitlines()[0]})"
+                    ) from None
+  if (names.ndim != 1 or names.dtype.kind != "U" or lengths.shape != names.shape
+      or lengths.dtype.kind not in "iu" or (lengths < 0).any() or values.ndim < 1
+      or int(lengths.sum()) != len(values)):
+    raise DataError(f"{path}: its names, lengths and values do not agree; re-create it")
+  ends = np.cumsum(lengths)
+  return {str(name): values[end - length:end]
+          for name, length, end in zip(names, lengths, ends)}
+
+
+@dataclasses.dataclass
 class WavFile:
   """Mono audio samples in [-1, 1] written as 16-bit PCM WAV."""
 
@@ -152,7 +207,7 @@ class PngFile:
     return 1
 
 
-InferenceOutput = TextLines | CsvRows | PickledObject | WavFile | PngFile
+InferenceOutput = TextLines | CsvRows | PickledObject | NpzArrays | WavFile | PngFile
 
 
 # ----------------------------------------------------------------------------- sample summaries

@@ -2,21 +2,24 @@
 """Tunes CTC + n-gram LM decoding offline: a WER table over alpha, beta and beam width.
 
     python run.py --config_file=... --mode=infer --infer_output_file=out.csv \\
-        --decoder_params/infer_logits_to_pickle=True    # writes <logdir>/infer_logits.pickle
-    python scripts/decode.py --logits experiments/x/infer_logits.pickle \\
+        --decoder_params/infer_logits_to_pickle=True    # writes <logdir>/infer_logits.npz
+    python scripts/decode.py --logits experiments/x/infer_logits.npz \\
         --labels data/dev.csv --lm lm/3-gram.arpa \\
         --alpha 0:3:0.5 --beta 0,1,2 --beam_width 64,128 [--dump_all_beams_to beams.csv]
 
-``--logits`` is the ``{wav_filename: logits [time, classes]}`` pickle that the CTC decoder's
-``infer_logits_to_pickle`` writes (OpenSeq2Seq's format); ``--labels`` is a speech CSV
-(``wav_filename,wav_filesize,transcript``, the data layer's format) whose rows are matched to
-the logits by ``wav_filename``. Transcripts are normalized as the data layer does (lowercased
-for a lowercase ``--vocab``, whitespace collapsed). Values are comma lists or
-``start:stop:step`` ranges (stop included). The decoder is the model's
+``--logits`` holds every utterance's logits [time, classes] by ``wav_filename``: the ``.npz``
+that the CTC decoder's ``infer_logits_to_pickle`` writes, read without unpickling anything
+(a data file cannot run code), or, with ``--allow_pickle``, OpenSeq2Seq's pickle of
+``{wav_filename: logits}`` (loading a pickle runs the code it holds: only your own files).
+``--labels`` is a speech CSV (``wav_filename,wav_filesize,transcript``, the data layer's
+format) whose rows are matched to the logits by ``wav_filename``. Transcripts are normalized
+as the data layer does (lowercased for a lowercase ``--vocab``, whitespace collapsed).
+Values are comma lists or ``start:stop:step`` ranges (stop included). The decoder is the model's
 (:class:`open_seq2seq.decoders.ctc_beam_search.CTCBeamSearchDecoder`), so the best alpha and
 beta go into ``decoder_params`` as they are. Prints greedy (best-path) WER, one row per grid
 point, and the best point; ``--dump_all_beams_to`` writes the best point's n-best list
-(``wav_filename,rank,ctc_log_prob,score,transcript``).
+(``wav_filename,rank,ctc_log_prob,score,transcript``). An error is one ``error:`` line on
+stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -57,17 +60,50 @@ def parse_values(text: str, kind: type = float) -> list:
   return [kind(round(v)) if kind is int else round(v, 10) for v in values]
 
 
-def load_utterances(logits_path: str, labels_path: str, normalize
+ZIP_MAGIC = b"PK\x03\x04"  # an .npz is a zip of .npy files
+PICKLE_PROTOCOL_2_OR_LATER = b"\x80"  # how every pickle since Python 2.3 starts
+WRITTEN_BY = "run.py --mode=infer writes it with decoder_params/infer_logits_to_pickle=True"
+
+
+def load_logits(path: str, allow_pickle: bool = False) -> dict:
+  """``{wav_filename: logits}`` of an .npz (or, if allowed, of OpenSeq2Seq's pickle)."""
+  from open_seq2seq.errors import DataError
+  from open_seq2seq.outputs import read_npz_arrays
+  try:
+    with open(path, "rb") as f:
+      start = f.read(4)
+  except OSError as e:
+    raise SystemExit(f"error: --logits {path}: cannot be read ({e.strerror})") from None
+  if start == ZIP_MAGIC:
+    try:
+      return read_npz_arrays(path)
+    except DataError as e:
+      raise SystemExit(f"error: --logits {e}; {WRITTEN_BY}") from None
+  if not allow_pickle:
+    if start.startswith(PICKLE_PROTOCOL_2_OR_LATER):
+      raise SystemExit(f"error: --logits {path} is a pickle, and loading a pickle runs the "
+                       f"code it holds: pass --allow_pickle only if you wrote it yourself "
+                       f"(or re-run infer: it writes an .npz)")
+    raise SystemExit(f"error: --logits {path} is not an .npz of logits; {WRITTEN_BY}")
+  try:
+    with open(path, "rb") as f:
+      logits = pickle.load(f)
+  except Exception as e:  # pylint: disable=broad-except  (anything a broken pickle raises)
+    raise SystemExit(f"error: --logits {path}: not a readable pickle ({type(e).__name__}: "
+                     f"{str(e).splitlines()[0] if str(e) else ''})") from None
+  if not isinstance(logits, dict):
+    raise SystemExit(f"error: --logits {path}: expected a dict {{wav_filename: logits}} "
+                     f"(OpenSeq2Seq's infer_logits_to_pickle), got {type(logits).__name__}")
+  return logits
+
+
+def load_utterances(logits_path: str, labels_path: str, normalize, allow_pickle: bool = False
                     ) -> tuple[list[str], list[np.ndarray], list[str]]:
   """(wav filenames, logits, normalized transcripts) of the CSV rows, in CSV order."""
   for flag, path in (("--logits", logits_path), ("--labels", labels_path)):
     if not os.path.isfile(path):
       raise SystemExit(f"error: {flag} {path} does not exist")
-  with open(logits_path, "rb") as f:
-    logits = pickle.load(f)
-  if not isinstance(logits, dict):
-    raise SystemExit(f"error: --logits {logits_path}: expected a dict {{wav_filename: logits}}"
-                     f" (infer_logits_to_pickle), got {type(logits).__name__}")
+  logits = load_logits(logits_path, allow_pickle)
   names, rows, references, missing = [], [], [], []
   with open(labels_path, encoding="utf-8", newline="") as f:
     reader = csv.DictReader(f)
@@ -80,7 +116,11 @@ def load_utterances(logits_path: str, labels_path: str, normalize
         missing.append(name)
         continue
       names.append(name)
-      rows.append(np.asarray(logits[name], np.float32))
+      try:
+        rows.append(np.asarray(logits[name], np.float32))
+      except (TypeError, ValueError):
+        raise SystemExit(f"error: --logits {logits_path}: the logits of {name} are not an "
+                         f"array of numbers") from None
       references.append(normalize(row["transcript"] or ""))
   if missing:
     raise SystemExit(f"error: {len(missing)} of {len(missing) + len(names)} rows of "
@@ -145,7 +185,11 @@ def dump_beams(path: str, names: list[str], beams: list) -> None:
 
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-  parser.add_argument("--logits", required=True, help="pickle of {wav_filename: logits}")
+  parser.add_argument("--logits", required=True,
+                      help="the .npz of logits that infer writes (infer_logits_to_pickle)")
+  parser.add_argument("--allow_pickle", action="store_true",
+                      help="also read OpenSeq2Seq's pickle of {wav_filename: logits}; loading "
+                           "a pickle runs any code it holds: load only files you wrote")
   parser.add_argument("--labels", required=True, help="CSV with wav_filename and transcript")
   parser.add_argument("--lm", required=True, help="ARPA or KenLM binary language model")
   parser.add_argument("--vocab", default=DEFAULT_VOCAB,
@@ -174,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     targets = TargetEncoder(args.vocab)
   except OpenSeq2SeqError as e:
     raise SystemExit(f"error: --vocab: {e}") from None
-  names, logits, references = load_utterances(args.logits, args.labels, targets.normalize)
+  names, logits, references = load_utterances(args.logits, args.labels, targets.normalize,
+                                              args.allow_pickle)
   bad = [n for n, l in zip(names, logits) if l.ndim != 2 or l.shape[1] != targets.vocab_size]
   if bad:
     raise SystemExit(f"error: logits of {bad[0]} have shape "
@@ -201,5 +246,16 @@ def main(argv: list[str] | None = None) -> int:
   return 0
 
 
+def run(argv: list[str] | None = None) -> int:
+  """:func:`main` with its errors (``SystemExit("error: ...")``) as one line and status 2."""
+  try:
+    return main(argv)
+  except SystemExit as e:
+    if isinstance(e.code, str):
+      print(e.code, file=sys.stderr)
+      return 2
+    raise
+
+
 if __name__ == "__main__":
-  sys.exit(main())
+  sys.exit(run())

@@ -78,9 +78,13 @@ def load_kenlm(path: str) -> Any:
                       f"scripts/build_lm.py")
   config = kenlm.Config()
   config.show_progress = False
+  from open_seq2seq.utils.quiet_start import filtered_native_stderr
   try:
-    return kenlm.Model(path, config)
-  except (OSError, RuntimeError) as e:
+    # KenLM's advice on every ARPA load ("... faster if you build a binary file") would come
+    # before our own lines; anything else it prints is kept
+    with filtered_native_stderr(lambda line: "build a binary file" in line):
+      return kenlm.Model(path, config)
+  except (OSError, RuntimeError, UnicodeDecodeError) as e:
     raise ConfigError(f"decoder_params/lm_path: KenLM cannot read {path} "
                       f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
 

@@ -86,9 +86,11 @@ class FullyConnectedCTCDecoder(Decoder):
                                     "LM decoding processes per batch (None: one per core, at "
                                     "most the batch size; 0 or 1: none)."),
       "infer_logits_to_pickle": Param(bool, False,
-                                      "In infer mode, also dump {wav_filename: logits}."),
+                                      "In infer mode, also write every utterance's logits "
+                                      "(an .npz of names, lengths and values)."),
       "infer_logits_file": Param((str, None), None,
-                                 "Where the logits go (default: <logdir>/infer_logits.pickle)."),
+                                 "Where the logits go (default: <logdir>/infer_logits.npz; a "
+                                 ".pickle or .pkl name gets OpenSeq2Seq's pickle)."),
       "decoder_library_path": Param(AnyType, None, "Ignored: OpenSeq2Seq's TF 1 custom op; "
                                     "the built-in beam decoder needs none."),
       "trie_path": Param(AnyType, None, "Ignored: the LM decoder needs no trie."),

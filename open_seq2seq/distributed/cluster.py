@@ -14,6 +14,12 @@ from ``OPEN_SEQ2SEQ_HOSTS`` (comma-separated, one per rank or one for all), from
 size (every rank on this machine: 127.0.0.1), or by an MPI all-gather of host names through
 ``libmpi`` (:func:`gather_hosts_with_mpi`). Ports are agreed without talking: rank ``r``
 listens on ``base + r`` where ``base`` is ``OPEN_SEQ2SEQ_PORT`` or derived from the MPI job id.
+
+Listening addresses: TensorFlow's gRPC server (multi-worker) listens on every interface
+whatever host the cluster names; TF 2.21 has no setting for it (``python -m
+open_seq2seq.launch`` confines its ranks to a private network namespace instead). Open MPI's
+TCP transport (Horovod) also listens on every interface; a job whose ranks all run on one
+machine needs only shared memory, which :func:`mpi_transport_defaults` chooses.
 """
 
 from __future__ import annotations
@@ -189,6 +195,27 @@ def tf_config_for(info: ClusterInfo, env: Mapping[str, str] | None = None) -> di
   hosts = worker_hosts(info, env)
   addresses = [f"{host}:{port + rank}" for rank, host in enumerate(hosts)]
   return {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": info.rank}}
+
+
+# ---------------------------------------------------------------------- MPI transports
+def mpi_transport_defaults(info: ClusterInfo, env: Mapping[str, str] | None = None
+                           ) -> dict[str, str]:
+  """Open MPI settings that keep a job whose ranks all run on this machine off the network.
+
+  Open MPI's TCP transport listens on every interface (whatever ``btl_tcp_if_include`` says)
+  although ranks on one machine talk through shared memory: naming the transports ``self``
+  (a rank to itself) and shared memory leaves no listening socket. Nothing for other
+  launchers, for jobs across machines, or when the user chose the transports
+  (``OMPI_MCA_btl``, which ``mpiexec --mca btl ...`` also sets). Read by ``MPI_Init``, so
+  they must be in the environment before Horovod starts.
+  """
+  env = os.environ if env is None else env
+  if info.source != "openmpi" or not info.all_local or "OMPI_MCA_btl" in env:
+    return {}
+  # Open MPI 5 renamed the shared-memory transport "vader" to "sm"; its launcher (PRRTE)
+  # sets no ORTE variables
+  legacy = any(name.startswith("OMPI_MCA_orte_") for name in env)
+  return {"OMPI_MCA_btl": "self,vader" if legacy else "self,sm"}
 
 
 # ---------------------------------------------------------------------- MPI all-gather

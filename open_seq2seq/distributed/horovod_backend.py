@@ -94,6 +94,9 @@ class HorovodBackend(Backend):
                         "or keep float32")
     hvd = import_horovod()
     environment_defaults(os.environ, bool(tf.config.list_physical_devices("GPU")))
+    # ranks all on this machine talk through shared memory: no socket on any interface
+    for name, value in cluster.mpi_transport_defaults(cluster.detect()).items():
+      os.environ.setdefault(name, value)
     hvd.init()
     if not hvd.mpi_enabled() and not hvd.gloo_enabled():
       raise ConfigError("Horovod has neither MPI nor Gloo enabled; " + INSTALL_HINT)

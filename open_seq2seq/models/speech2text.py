@@ -12,8 +12,14 @@ from open_seq2seq.data.description import DataDescription, SpeechDescription
 from open_seq2seq.data.speech2text.targets import TargetEncoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
-from open_seq2seq.outputs import CsvRows, InferenceOutput, PickledObject
+from open_seq2seq.outputs import CsvRows, InferenceOutput, NpzArrays, PickledObject
 from open_seq2seq.utils.metrics import edit_distance
+
+
+#: Where ``infer_logits_to_pickle`` writes by default (relative to the run's directory).
+LOGITS_FILE = "infer_logits.npz"
+#: An ``infer_logits_file`` with one of these endings gets OpenSeq2Seq's pickle instead.
+PICKLE_SUFFIXES = (".pickle", ".pkl")
 
 
 def _edits(ref: str, hyp: str) -> tuple[int, int, int, int]:
@@ -30,8 +36,11 @@ class Speech2Text(Model):
   Eval reports ``WER`` (word edits / reference words, over the whole eval set) and ``CER``
   (character edits / reference characters); the best checkpoint is the lowest WER. Infer
   writes ``wav_filename,predicted_transcript`` rows in input order and, with the decoder's
-  ``infer_logits_to_pickle``, a pickle of ``{wav_filename: logits [T, V]}`` for offline
-  decoding.
+  ``infer_logits_to_pickle``, every utterance's logits [T, V] by ``wav_filename`` for
+  offline decoding (``scripts/decode.py``): an ``.npz`` that loads without unpickling
+  (:class:`~open_seq2seq.outputs.NpzArrays`, ``<logdir>/infer_logits.npz`` unless the
+  decoder's ``infer_logits_file`` says otherwise), or OpenSeq2Seq's pickle of
+  ``{wav_filename: logits}`` when ``infer_logits_file`` ends in ``.pickle`` or ``.pkl``.
 
   The data layer's description must be a
   :class:`~open_seq2seq.data.description.SpeechDescription`: the decoder is offered
@@ -147,7 +156,7 @@ class Speech2Text(Model):
                                layer.targets, layer.params["sample_freq"])
 
   def finalize_inference(self, results: list) -> list[InferenceOutput]:
-    """``wav_filename,predicted_transcript`` rows, and the pickle of logits if asked for."""
+    """``wav_filename,predicted_transcript`` rows, and the logits if asked for."""
     layer = self.data_layer
     outputs: list[InferenceOutput] = [
         CsvRows([(i, (layer.wav_filename(i), text)) for i, (text, _) in results],
@@ -156,7 +165,10 @@ class Speech2Text(Model):
       # A path the user gives is relative to the working directory; the default goes to the
       # run's directory (relative paths of outputs are relative to it).
       given = self.decoder.params["infer_logits_file"]
-      path = os.path.abspath(given) if given else "infer_logits.pickle"
-      outputs.append(PickledObject(
-          {layer.wav_filename(i): logits for i, (_, logits) in results}, path))
+      path = os.path.abspath(given) if given else LOGITS_FILE
+      logits = {layer.wav_filename(i): logits for i, (_, logits) in results}
+      if path.endswith(PICKLE_SUFFIXES):  # OpenSeq2Seq's format, for tools that read it
+        outputs.append(PickledObject(logits, path))
+      else:
+        outputs.append(NpzArrays(logits, path))
     return outputs

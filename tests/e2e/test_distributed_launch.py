@@ -1,9 +1,12 @@
-"""The local launcher: MPI-like environment per rank, prefixed output, failure and timeout."""
+"""The local launcher: MPI-like environment per rank, prefixed output, failure and timeout,
+a private network namespace for the ranks."""
 
 import os
 import subprocess
 import sys
 import time
+
+import pytest
 
 from open_seq2seq import launch
 
@@ -67,3 +70,23 @@ def test_core_shares_split_the_machine():
 def test_free_base_port_gives_consecutive_free_ports():
   base = launch.free_base_port(3)
   assert all(launch._port_free(base + i) for i in range(3))
+
+
+def test_ranks_share_a_private_network_namespace_unless_told_otherwise(tmp_path):
+  body = ("import os, socket\n"
+          "with open('/proc/self/net/dev') as f:\n"
+          "  interfaces = [l.split(':')[0].strip() for l in list(f)[2:]]\n"
+          "with socket.create_server(('127.0.0.1', 0)) as server:\n"  # loopback is up
+          "  socket.create_connection(server.getsockname()).close()\n"
+          "print(os.readlink('/proc/self/ns/net'), ','.join(interfaces))\n")
+  mine = os.readlink("/proc/self/ns/net")
+  private = _launch(tmp_path, body, "-np", "2")
+  assert private.returncode == 0, private.stderr
+  if "a private network namespace is not allowed here" in private.stderr:
+    pytest.skip("this system allows no private network namespace")
+  namespaces = {line.split()[1] for line in private.stdout.splitlines()}
+  assert len(namespaces) == 1 and mine not in namespaces  # one for the job, not this one
+  assert all(line.endswith(" lo") for line in private.stdout.splitlines())
+  host = _launch(tmp_path, body, "-np", "2", "--network", "host")
+  assert host.returncode == 0, host.stderr
+  assert {line.split()[1] for line in host.stdout.splitlines()} == {mine}

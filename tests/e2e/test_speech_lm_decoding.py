@@ -1,10 +1,10 @@
 """LM decoding through run.py (eval and infer, decoding workers forked inside the run), then
-the infer run's logits pickle tuned offline with scripts/decode.py."""
+the infer run's logits (an .npz) tuned offline with scripts/decode.py."""
 
 import csv
 import os
-import pickle
 
+from open_seq2seq.outputs import read_npz_arrays
 from open_seq2seq.utils.ngram_lm import write_arpa
 from tests.helpers.speech import CONFIG_DIR, load_script, write_corpus
 from tests.helpers.toy import run_cli
@@ -32,12 +32,11 @@ def test_eval_and_infer_with_lm_then_decode_script(tmp_path, capsys):
   with open(output, encoding="utf-8", newline="") as f:
     rows = list(csv.DictReader(f))
   assert len(rows) == len(TRANSCRIPTS)
-  with open(logdir / "infer_logits.pickle", "rb") as f:
-    logits = pickle.load(f)
+  logits = read_npz_arrays(str(logdir / "infer_logits.npz"))
   assert sorted(logits) == sorted(r["wav_filename"] for r in rows)
   assert all(l.ndim == 2 and l.shape[1] == 29 for l in logits.values())
   decode = load_script("decode")
-  assert decode.main(["--logits", str(logdir / "infer_logits.pickle"), "--labels", csv_path,
+  assert decode.main(["--logits", str(logdir / "infer_logits.npz"), "--labels", csv_path,
                       "--lm", lm, "--alpha", "0,1", "--beta", "1", "--beam_width", "8"]) == 0
   out = capsys.readouterr().out
   assert f"{len(TRANSCRIPTS)} utterances; greedy (no LM): WER" in out

@@ -1,4 +1,5 @@
-"""scripts/decode.py: alpha/beta/beam grid over a logits pickle against reference transcripts."""
+"""scripts/decode.py: alpha/beta/beam grid over infer's logits against reference transcripts;
+logits come from an .npz that cannot run code (a pickle only with --allow_pickle)."""
 
 import csv
 import pickle
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from open_seq2seq.data.speech2text.targets import TargetEncoder
+from open_seq2seq.outputs import NpzArrays
 from open_seq2seq.utils.ngram_lm import write_arpa
 from tests.helpers.speech import VOCAB, load_script
 
@@ -38,7 +40,8 @@ def dataset(tmp_path):
             "dir/b.wav": spell(["two", "six"], targets, {"i": "e"}),
             "c.wav": spell(["nine"], targets),
             "unused.wav": spell(["one"], targets)}
-  with open(tmp_path / "logits.pickle", "wb") as f:
+  NpzArrays(logits, str(tmp_path / "logits.npz")).write(str(tmp_path / "logits.npz"))
+  with open(tmp_path / "logits.pickle", "wb") as f:  # OpenSeq2Seq's format
     pickle.dump(logits, f)
   with open(tmp_path / "labels.csv", "w", encoding="utf-8", newline="") as f:
     writer = csv.writer(f)
@@ -65,7 +68,7 @@ def test_parse_values():
 def test_grid_table_best_pair_and_beams(dataset, capsys):
   tmp_path, lm = dataset
   dump = tmp_path / "beams.csv"
-  assert decode.main(["--logits", str(tmp_path / "logits.pickle"),
+  assert decode.main(["--logits", str(tmp_path / "logits.npz"),
                       "--labels", str(tmp_path / "labels.csv"), "--lm", lm,
                       "--alpha", "0,1.5", "--beta", "0:1:1", "--beam_width", "4,16",
                       "--unk_score_offset", "0", "--num_workers", "2",
@@ -95,13 +98,62 @@ def test_rows_without_logits_and_wrong_vocabulary_are_errors(dataset, tmp_path_f
   labels.write_text("wav_filename,wav_filesize,transcript\na.wav,1,six one\nz.wav,1,x\n",
                     encoding="utf-8")
   with pytest.raises(SystemExit, match=r"1 of 2 rows .* have no logits .*first: z.wav"):
-    decode.main(["--logits", str(tmp_path / "logits.pickle"), "--labels", str(labels),
+    decode.main(["--logits", str(tmp_path / "logits.npz"), "--labels", str(labels),
                  "--lm", lm])
   vocab = tmp_path_factory.mktemp("vocab") / "vocab.txt"
   vocab.write_text(" \na\nb\n", encoding="utf-8")
   with pytest.raises(SystemExit, match="4 classes .*pass the model's vocab"):
-    decode.main(["--logits", str(tmp_path / "logits.pickle"),
+    decode.main(["--logits", str(tmp_path / "logits.npz"),
                  "--labels", str(tmp_path / "labels.csv"), "--lm", lm, "--vocab", str(vocab)])
   with pytest.raises(SystemExit, match="does not exist"):
-    decode.main(["--logits", str(tmp_path / "logits.pickle"),
+    decode.main(["--logits", str(tmp_path / "logits.npz"),
                  "--labels", str(tmp_path / "labels.csv"), "--lm", str(tmp_path / "no.arpa")])
+
+
+class _RunsCode:  # what a crafted pickle does: call anything while it is loaded
+  def __init__(self, marker):
+    self.marker = marker
+
+  def __reduce__(self):
+    return (open, (self.marker, "w"))
+
+
+def test_a_pickle_is_read_only_with_allow_pickle(dataset, tmp_path_factory, capsys):
+  tmp_path, lm = dataset
+  crafted = tmp_path_factory.mktemp("crafted")
+  marker = crafted / "code-ran"
+  with open(crafted / "logits.pickle", "wb") as f:
+    pickle.dump({"a.wav": _RunsCode(str(marker))}, f)
+  common = ["--labels", str(tmp_path / "labels.csv"), "--lm", lm, "--beam_width", "4",
+            "--num_workers", "1"]
+  assert decode.run(["--logits", str(crafted / "logits.pickle"), *common]) == 2
+  err = capsys.readouterr().err
+  assert err.count("\n") == 1 and "is a pickle" in err and "--allow_pickle" in err, err
+  assert not marker.exists()  # refused before anything was unpickled
+  # with the flag, OpenSeq2Seq's pickle of {wav_filename: logits} is decoded as the .npz is
+  assert decode.run(["--logits", str(tmp_path / "logits.pickle"), "--allow_pickle",
+                     *common]) == 0
+  from_pickle = capsys.readouterr().out
+  assert decode.run(["--logits", str(tmp_path / "logits.npz"), *common]) == 0
+  assert capsys.readouterr().out.splitlines()[0] == from_pickle.splitlines()[0]
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"wav_filename,logits\n", "is not an .npz of logits; run.py --mode=infer writes it"),
+    ("truncated", "not a readable .npz"),
+    ("other arrays", "an .npz without lengths, names, values"),
+])
+def test_logits_that_are_not_infers_npz_are_one_line(dataset, content, message, capsys):
+  tmp_path, lm = dataset
+  path = tmp_path / "other.npz"
+  if content == "truncated":
+    path.write_bytes((tmp_path / "logits.npz").read_bytes()[:200])
+  elif content == "other arrays":
+    np.savez(path, weights=np.zeros(3))
+  else:
+    path.write_bytes(content)
+  assert decode.run(["--logits", str(path), "--labels", str(tmp_path / "labels.csv"),
+                     "--lm", lm]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith(f"error: --logits {path}") and message in err, err
+  assert err.count("\n") == 1

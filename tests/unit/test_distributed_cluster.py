@@ -127,6 +127,21 @@ def test_factory_rejects_impossible_device_requests(monkeypatch):
   assert (backend.name, backend.num_workers, backend.is_chief) == ("single", 1, True)
 
 
+def test_a_job_on_one_machine_keeps_open_mpi_off_the_network():
+  local = {**OPEN_MPI, "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}
+  orte = {**local, "OMPI_MCA_orte_launch": "1"}  # Open MPI 4's launcher
+  assert cluster.mpi_transport_defaults(cluster.detect(orte), orte) == {
+      "OMPI_MCA_btl": "self,vader"}
+  assert cluster.mpi_transport_defaults(cluster.detect(local), local) == {
+      "OMPI_MCA_btl": "self,sm"}  # Open MPI 5 (PRRTE) renamed the shared-memory transport
+  # across machines, under another launcher, or with the user's own choice: nothing
+  assert cluster.mpi_transport_defaults(cluster.detect(OPEN_MPI), OPEN_MPI) == {}
+  mpich = {"PMI_RANK": "0", "PMI_SIZE": "2"}
+  assert cluster.mpi_transport_defaults(cluster.detect(mpich), mpich) == {}
+  chosen = {**orte, "OMPI_MCA_btl": "self,tcp"}
+  assert cluster.mpi_transport_defaults(cluster.detect(chosen), chosen) == {}
+
+
 def test_horovod_refuses_the_local_launcher(monkeypatch):
   from open_seq2seq.distributed.horovod_backend import HorovodBackend
   monkeypatch.setenv("OPEN_SEQ2SEQ_LAUNCHER", "1")

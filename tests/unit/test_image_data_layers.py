@@ -234,6 +234,31 @@ def test_imagenet_errors(tmp_path, imagenet_dir):
   assert len(imagenet(imagenet_dir, file_pattern="validation-0000[0]-*").files) == 1
 
 
+@pytest.mark.parametrize("mode,jpeg,label,message", [
+    ("eval", "truncated", 1, "image/encoded is a truncated or corrupt JPEG"),
+    ("train", "truncated", 1, "image/encoded is a truncated or corrupt JPEG"),
+    ("train", "text", 1, "image/encoded is not a JPEG (it starts with 6e 6f 74 20)"),
+    ("eval", "whole", 5, "image/class/label 5, outside 1..4"),
+    ("train", "whole", 0, "image/class/label 0, outside 1..4"),
+])
+def test_a_bad_record_is_one_line_naming_its_file_and_record(tmp_path, mode, jpeg, label,
+                                                              message):
+  from open_seq2seq.errors import embedded_error  # pylint: disable=import-outside-toplevel
+  whole = image.encode_jpeg(np.full((30, 40, 3), 90, np.uint8))
+  data = {"whole": whole, "truncated": whole[:len(whole) // 2], "text": b"not a JPEG"}[jpeg]
+  path = tmp_path / ("train-00000-of-00001" if mode == "train" else "validation-00000-of-00001")
+  with tf.io.TFRecordWriter(str(path)) as writer:
+    writer.write(image.imagenet_example(whole, 1))
+    writer.write(image.imagenet_example(data, label))
+  layer = imagenet(str(tmp_path), mode, batch_size=2, random_seed=1)
+  with pytest.raises(Exception) as raised:  # TensorFlow's error, carrying ours
+    for _ in layer.build_dataset().take(2):
+      pass
+  error = embedded_error(raised.value)
+  assert isinstance(error, DataError), raised.value
+  assert str(error).startswith(f"{path}:1: {message}") and "\n" not in str(error)
+
+
 # ----------------------------------------------------------------------------- interactive
 @pytest.mark.parametrize("make", [cifar, imagenet])
 def test_interactive_inputs_read_no_dataset_files(make, tmp_path, cifar_dir):

@@ -130,6 +130,17 @@ def test_missing_folder_and_empty_split_are_one_line_errors(wiki, tmp_path):
   assert "valid.ids: empty split" in one_line(error)
 
 
+@pytest.mark.parametrize("text", ["", " \n \n"])
+def test_an_empty_raw_training_split_is_one_line(wiki, tmp_path, text):
+  train = os.path.join(wiki["data_root"], "wiki.train.tokens")
+  with open(train, "w", encoding="utf-8") as f:
+    f.write(text)
+  with pytest.raises(DataError) as error:
+    wkt({**wiki, "processed_data_folder": str(tmp_path / "new")})
+  assert one_line(error).startswith(f"{train}: the training split holds no words")
+  assert not os.path.exists(tmp_path / "new" / "vocab.txt")
+
+
 # ---------------------------------------------------------------------- training layouts
 def test_stream_layout_rows_continue_and_targets_are_next_tokens(wiki):
   layer = wkt(wiki, shuffle=False, repeat=False)

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import soundfile
 
-from open_seq2seq.outputs import (AudioSample, CsvRows, ImageSample, PickledObject, TextLines,
-                                  TextSample, WavFile)
+from open_seq2seq.errors import DataError
+from open_seq2seq.outputs import (AudioSample, CsvRows, ImageSample, NpzArrays, PickledObject,
+                                  TextLines, TextSample, WavFile, read_npz_arrays)
 from open_seq2seq.output_sink import OutputSink
 
 
@@ -65,6 +66,41 @@ def test_pickle_and_wav_outputs(tmp_path):
   samples, rate = soundfile.read(str(tmp_path / "audio" / "0.wav"), dtype="float32")
   assert rate == 8000 and samples.shape == (800,)
   np.testing.assert_allclose(samples, wav, atol=1 / 2 ** 14)
+
+
+def test_npz_arrays_round_trip_without_pickle_and_merge_across_chunks(tmp_path):
+  path = str(tmp_path / "logits.npz")
+  first = {"a.wav": np.arange(6, dtype=np.float32).reshape(2, 3)}
+  second = {"dir/b.wav": np.ones((4, 3), np.float32), "c.wav": np.zeros((0, 3), np.float32)}
+  with OutputSink(str(tmp_path / "unused.txt")).stream() as stream:
+    stream.add([NpzArrays(first, path)])
+    stream.add([NpzArrays(second, path)])
+  assert stream.written == [(path, 3)]
+  with np.load(path, allow_pickle=False) as data:  # plain arrays: no object to unpickle
+    assert sorted(data.files) == ["lengths", "names", "values"]
+  read = read_npz_arrays(path)
+  assert list(read) == ["a.wav", "dir/b.wav", "c.wav"]
+  for name, value in {**first, **second}.items():
+    np.testing.assert_array_equal(read[name], value)
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"not a zip", "not a readable .npz"),
+    (None, "without lengths, values"),
+    ("objects", "not a readable .npz"),
+])
+def test_read_npz_arrays_refuses_other_files_in_one_line(tmp_path, content, message):
+  path = tmp_path / "x.npz"
+  if content is None:
+    np.savez(path, names=np.array(["a"]))
+  elif content == "objects":
+    np.savez(path, names=np.array([{"a": 1}], dtype=object), lengths=np.array([1]),
+             values=np.zeros([1]))
+  else:
+    path.write_bytes(content)
+  with pytest.raises(DataError) as error:
+    read_npz_arrays(str(path))
+  assert message in str(error.value) and "\n" not in str(error.value)
 
 
 def test_sample_summaries_reach_tensorboard(tmp_path):

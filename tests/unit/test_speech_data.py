@@ -128,6 +128,21 @@ def test_a_broken_audio_file_is_found_when_the_layer_is_built(tmp_path, content,
     make_layer([csv_path], num_workers=2, worker_id=1)
 
 
+def test_a_corrupt_file_is_called_corrupt_without_the_decoders_chatter(tmp_path, capfd):
+  # MPEG-looking bytes: libsndfile offers them to mpg123, which prints notes on stderr, and
+  # then says the file "does not exist"
+  csv_path = write_corpus(str(tmp_path), ["one", "two"])
+  noise = np.random.default_rng(0).integers(0, 256, 3000, dtype=np.uint8).tobytes()
+  (tmp_path / "audio" / "0001.wav").write_bytes(b"\xff\xfb\x90\x00" + noise)
+  capfd.readouterr()
+  with pytest.raises(DataError) as error:
+    make_layer([csv_path], mode="infer")
+  message = str(error.value)
+  assert "0001.wav: cannot read audio: not audio or corrupt" in message, message
+  assert "does not exist" not in message
+  assert capfd.readouterr().err == ""
+
+
 def test_a_project_error_inside_the_pipeline_is_recovered_whole(tmp_path):
   from open_seq2seq.errors import embedded_error  # pylint: disable=import-outside-toplevel
   csv_path = write_corpus(str(tmp_path), ["one", "two"])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from open_seq2seq.output_sink import OutputSink
+from open_seq2seq.outputs import read_npz_arrays
 from tests.helpers.speech import build_model, speech_config, write_corpus
 
 PAIRS = [  # (reference, hypothesis)
@@ -83,9 +84,19 @@ def test_infer_rows_in_input_order_and_logits_dump(model, tmp_path):
   metrics = model.score_inference(sorted(results))
   assert metrics["WER"] == pytest.approx(model.finalize_evaluation(
       model.evaluate(*fake_batch(model, PAIRS)))["WER"])
-  assert written[1][0] == os.path.join(logdir, "infer_logits.pickle")
-  with open(written[1][0], "rb") as f:
-    dump = pickle.load(f)
+  assert written[1][0] == os.path.join(logdir, "infer_logits.npz")
+  dump = read_npz_arrays(written[1][0])  # no pickle: loading it cannot run code
   assert set(dump) == {r[0] for r in rows}
   assert dump[os.path.join("audio", "0006.wav")].shape == (5, 29)
   assert np.all(dump[os.path.join("audio", "0006.wav")] == 6)
+  # OpenSeq2Seq's pickle, when infer_logits_file asks for one
+  model.decoder.params["infer_logits_file"] = str(tmp_path / "logits.pickle")
+  try:
+    written = OutputSink(out_path, directory=logdir).write(model.finalize_inference(results))
+  finally:
+    model.decoder.params["infer_logits_file"] = None
+  with open(tmp_path / "logits.pickle", "rb") as f:
+    pickled = pickle.load(f)
+  assert set(pickled) == set(dump)
+  np.testing.assert_array_equal(pickled[os.path.join("audio", "0006.wav")],
+                                dump[os.path.join("audio", "0006.wav")])

@@ -19,7 +19,8 @@ import tensorflow as tf
 from open_seq2seq.data.image2label.image_layer import ImageDataLayer
 from open_seq2seq.data.image2label.preprocessing import (IMAGENET_MEANS, IMAGENET_STDS,
                                                          count_tfrecords, imagenet_eval_image,
-                                                         imagenet_train_image, normalize,
+                                                         imagenet_train_image, jpeg_looks_whole,
+                                                         jpeg_problem, normalize,
                                                          parse_imagenet_example)
 from open_seq2seq.errors import ConfigError, DataError
 from open_seq2seq.utils.params import Param
@@ -47,7 +48,9 @@ class ImagenetDataLayer(ImageDataLayer):
   Each worker reads whole files (``files[worker_id::num_workers]``) when there are at least as
   many files as workers, else every file keeping its share of the records. Record counts
   come from the TFRecord length headers, read once when the layer is built. Infer names each
-  image ``<file>:<record>``.
+  image ``<file>:<record>``. A record that is not a whole JPEG (not one, or truncated) or
+  whose label is outside 1..num_classes stops the pass with a one-line DataError naming
+  ``<file>:<record>``.
   """
 
   PARAMS = {
@@ -131,9 +134,39 @@ class ImagenetDataLayer(ImageDataLayer):
       records = files.flat_map(read)
     return records, 1 if self._by_file else self.num_workers
 
+  # ------------------------------------------------------------------ record checks
+  # A bad record found inside the pipeline raises a DataError naming its file and record
+  # from Python (tf.numpy_function, called only on the failing branch): cli.py recovers it
+  # from TensorFlow's error as one line (errors.embedded_error).
+  def _where(self, index: int) -> str:
+    file_index = int(np.searchsorted(self.offsets, index, side="right")) - 1
+    return f"{self.files[file_index]}:{index - self.offsets[file_index]}"
+
+  def _bad_jpeg(self, index: np.ndarray, jpeg: bytes) -> bool:
+    raise DataError(f"{self._where(int(index))}: image/encoded is {jpeg_problem(jpeg)}; "
+                    f"re-create the record or leave it out of the TFRecords")
+
+  def _bad_label(self, index: np.ndarray, label: np.ndarray) -> bool:
+    num = self.params["num_classes"]
+    found = ("no image/class/label" if int(label) == -1
+             else f"image/class/label {int(label)}, outside 1..{num}")
+    raise DataError(f"{self._where(int(index))}: {found} (TF-official labels run 1.."
+                    f"num_classes; 0 is the unused background class); set "
+                    f"data_layer_params/num_classes or fix the record")
+
+  def _checked(self, value: tf.Tensor, ok: tf.Tensor, fail, *args: tf.Tensor) -> tf.Tensor:
+    """``value``, once ``ok`` holds; else ``fail(*args)`` raises its DataError."""
+    # stateless (it only raises): a stateful op would make training iterators, which are
+    # checkpointed for an exact resume, refuse to be saved
+    check = tf.cond(ok, lambda: tf.constant(True),
+                    lambda: tf.numpy_function(fail, list(args), tf.bool, stateful=False))
+    with tf.control_dependencies([check]):
+      return tf.identity(value)
+
   def process(self, element: dict, seed: tf.Tensor | None = None) -> dict:
     p = self.params
     jpeg, label, bbox = parse_imagenet_example(element["record"])
+    jpeg = self._checked(jpeg, jpeg_looks_whole(jpeg), self._bad_jpeg, element["id"], jpeg)
     if seed is None:
       image = tf.image.decode_jpeg(jpeg, channels=self.NUM_CHANNELS)
       image = imagenet_eval_image(image, p["image_size"], self.resize_min)
@@ -142,13 +175,9 @@ class ImagenetDataLayer(ImageDataLayer):
     out = {"source": normalize(image, p["channel_means"], p["channel_stds"]),
            "id": element["id"]}
     if not self.inference:
-      label = tf.cast(label, tf.int32)
-      check = tf.debugging.assert_less_equal(
-          label, p["num_classes"],
-          message=f"ImageNet image/class/label above num_classes={p['num_classes']}")
-      with tf.control_dependencies([check, tf.debugging.assert_positive(
-          label, message="ImageNet image/class/label must be 1..num_classes (0 is unused)")]):
-        out["target"] = label - 1
+      ok = tf.logical_and(label >= 1, label <= p["num_classes"])  # int64, before the cast
+      label = self._checked(label, ok, self._bad_label, element["id"], label)
+      out["target"] = tf.cast(label, tf.int32) - 1
     return out
 
   def preprocess_eval(self, image: tf.Tensor) -> tf.Tensor:

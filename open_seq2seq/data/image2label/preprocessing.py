@@ -105,6 +105,31 @@ def parse_imagenet_example(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.
   return parsed["image/encoded"], parsed["image/class/label"][0], bbox[tf.newaxis]
 
 
+def jpeg_looks_whole(jpeg: tf.Tensor) -> tf.Tensor:
+  """Whether a scalar string starts like a JPEG and ends its last scan with the end-of-image
+  marker: the checks that catch a file that is not a JPEG and a truncated one, cheaply and
+  in-graph, before a decoder fails with no word of which record it was.
+
+  Inside a scan, 0xFF is always followed by 0x00 or a restart marker, so the bytes after
+  the last start-of-scan marker (FFDA) hold an FFD9 only when the image ends there.
+  """
+  scans = tf.strings.split(jpeg, sep=b"\xff\xda")
+  ends = tf.strings.split(scans[-1], sep=b"\xff\xd9")
+  return tf.logical_and(
+      tf.logical_and(tf.equal(tf.strings.substr(jpeg, 0, 3), b"\xff\xd8\xff"),
+                     tf.size(scans) > 1),
+      tf.size(ends) > 1)
+
+
+def jpeg_problem(data: bytes) -> str:
+  """Why :func:`jpeg_looks_whole` refused ``data`` (for the error message)."""
+  if not data:
+    return "the record has no image/encoded bytes"
+  if not data.startswith(b"\xff\xd8\xff"):
+    return f"not a JPEG (it starts with {data[:4].hex(' ')})"
+  return "a truncated or corrupt JPEG (no end-of-image marker after its last scan)"
+
+
 def count_tfrecords(path: str) -> int:
   """Records in a TFRecord file, read from the length headers alone (no data is read).
 

@@ -84,6 +84,9 @@ def build_processed_folder(data_root: str, folder: str, min_count: int,
   """Writes ``folder``'s ids of every split and its ``vocab.txt`` (built from the training
   split unless ``vocab`` is given); ``vocab.txt`` comes last and marks a complete folder."""
   paths = raw_split_files(data_root)
+  if not any(read_token_lines(paths["train"])):  # stops at the first line with a word
+    raise DataError(f"{paths['train']}: the training split holds no words (the vocabulary "
+                    "is built from it); check data_layer_params/data_root")
   if vocab is None:
     vocab = build_vocab(read_token_lines(paths["train"]), min_count)
   for split in SPLITS:

@@ -3,11 +3,53 @@
 from __future__ import annotations
 
 import math
+import os
+import re
+import threading
 from fractions import Fraction
 
 import numpy as np
 
 from open_seq2seq.errors import DataError
+from open_seq2seq.utils.quiet_start import filtered_native_stderr
+
+#: First bytes of the containers libsndfile recognises by their header alone. Any other file
+#: (MP3, or not audio at all) is also offered to mpg123, which prints notes on stderr.
+_CONTAINER_MAGICS = (b"RIFF", b"RIFX", b"RF64", b"fLaC", b"OggS", b"FORM", b"caff", b"riff")
+#: mpg123's notes and warnings ("Note: Illegal Audio-MPEG-Header ...", "[src/libmpg123/...").
+_DECODER_CHATTER = re.compile(r"^(Note|Warning|Error|warning|error): |^\[src/libmpg123/")
+_STDERR_LOCK = threading.Lock()  # file descriptor 2 is the process's: one capture at a time
+
+
+def _cannot_read(path: str, error: Exception) -> str:
+  """What libsndfile's error means for ``path``, in a user's words."""
+  if not os.path.exists(path):
+    return "file not found"
+  if not os.path.isfile(path):
+    return "not a regular file"
+  if not os.access(path, os.R_OK):
+    return "permission denied"
+  reason = str(error).strip()
+  reason = reason.split("': ", 1)[1] if reason.startswith("Error opening '") else reason
+  if "does not exist" in reason or reason.startswith("System error"):
+    # what libsndfile says of a file that mpg123 was offered and refused
+    reason = "no decoder recognises it"
+  return f"not audio or corrupt ({reason.rstrip('.')})"
+
+
+def _info_quietly(path: str):
+  """``soundfile.info(path)``; a file that is not in a known container is probed with the
+  process's stderr captured, and mpg123's notes about it are dropped."""
+  import soundfile  # pylint: disable=import-outside-toplevel
+  try:
+    with open(path, "rb") as f:
+      known = f.read(4) in _CONTAINER_MAGICS
+  except OSError:
+    known = True  # soundfile.info fails on it below, without probing
+  if known:
+    return soundfile.info(path)
+  with _STDERR_LOCK, filtered_native_stderr(lambda line: bool(_DECODER_CHATTER.match(line))):
+    return soundfile.info(path)
 
 
 def read_audio(path: str, sample_freq: int, resample: bool = True) -> np.ndarray:
@@ -24,7 +66,7 @@ def read_audio(path: str, sample_freq: int, resample: bool = True) -> np.ndarray
   try:
     signal, rate = soundfile.read(path, dtype="float32", always_2d=False)
   except (OSError, RuntimeError, soundfile.LibsndfileError) as e:
-    raise DataError(f"{path}: cannot read audio ({e})") from None
+    raise DataError(f"{path}: cannot read audio: {_cannot_read(path, e)}") from None
   if signal.ndim > 1:
     signal = signal.mean(axis=1, dtype=np.float32)
   if rate != sample_freq:
@@ -46,10 +88,10 @@ def check_audio_header(path: str, sample_freq: int, resample: bool, where: str) 
   import soundfile  # imported lazily: only audio-reading processes need libsndfile
 
   try:
-    info = soundfile.info(path)
+    info = _info_quietly(path)
   except (OSError, RuntimeError, soundfile.LibsndfileError) as e:
-    raise DataError(f"{where}: {path}: cannot read audio ({str(e).strip()}); replace the file "
-                    f"or drop its line") from None
+    raise DataError(f"{where}: {path}: cannot read audio: {_cannot_read(path, e)}; replace "
+                    f"the file or drop its line") from None
   if info.frames == 0:
     raise DataError(f"{where}: {path}: holds no audio samples; drop its line")
   if info.samplerate != sample_freq and not resample:
