@@ -6,6 +6,8 @@ which reaches the caller wrapped in a TensorFlow error (:func:`embedded_error`).
 else is a bug and keeps its traceback.
 """
 
+import errno
+import os
 import re
 
 
@@ -37,14 +39,71 @@ class OutOfMemoryError(OpenSeq2SeqError):
   """A device ran out of memory: a batch (or a model) too large for it."""
 
 
+class WriteError(OpenSeq2SeqError):
+  """A file could not be written: a full disk, a file-size limit, a permission, a read-only
+  filesystem."""
+
+
+#: errno -> (what it means, what to do)
+_WRITE_CAUSES = {
+    errno.ENOSPC: ("the disk is full", "free space on it or write elsewhere"),
+    errno.EDQUOT: ("the disk quota is exceeded", "free space or write elsewhere"),
+    errno.EFBIG: ("the file exceeds the file-size limit (ulimit -f) or the filesystem's "
+                  "largest file", "raise the limit (ulimit -f unlimited) or write elsewhere"),
+    errno.EROFS: ("the filesystem is read-only", "write elsewhere or remount it read-write"),
+    errno.EACCES: ("permission denied", "check its permissions (and its folder's) for this "
+                   "user, or write elsewhere"),
+    errno.EPERM: ("operation not permitted", "check its permissions (and its folder's) for "
+                  "this user, or write elsewhere"),
+}
+#: TensorFlow's I/O errors end their message with "<path>; <strerror>"
+_STRERROR = {os.strerror(code): code for code in _WRITE_CAUSES}
+_TF_IO = re.compile(r"([^\s;{}]+); (" + "|".join(re.escape(t) for t in _STRERROR) + ")")
+
+
+def _io_errno(error: BaseException) -> tuple[int, str | None] | None:
+  if isinstance(error, OSError):
+    return (error.errno, error.filename) if error.errno in _WRITE_CAUSES else None
+  match = _TF_IO.search(str(error))
+  return (_STRERROR[match.group(2)], match.group(1)) if match else None
+
+
+def write_cause(error: BaseException) -> str | None:
+  """What a failed write met, e.g. "the filesystem is read-only (EROFS)", or None."""
+  found = _io_errno(error)
+  if found is None:
+    return None
+  return f"{_WRITE_CAUSES[found[0]][0]} ({errno.errorcode[found[0]]})"
+
+
+def write_failure(error: BaseException, what: str | None = None,
+                  kept: str | None = None) -> WriteError | None:
+  """The one-line error for a write that failed on a full disk (ENOSPC, EDQUOT), a file-size
+  limit (EFBIG), a read-only filesystem (EROFS) or a permission (EACCES, EPERM) — an OSError
+  or a TensorFlow error saying so — or None for any other error.
+
+  Args:
+    what: what failed, e.g. "could not write the checkpoint of step 20 in DIR" (default: the
+      file the error names).
+    kept: what survives, e.g. "the newest checkpoint is still .../ckpt-10".
+  """
+  found = _io_errno(error)
+  if found is None:
+    return None
+  path = found[1]
+  target = what or path or "could not write a file"
+  return WriteError(f"{target}: {write_cause(error)}; {_WRITE_CAUSES[found[0]][1]}"
+                    + (f"; {kept}" if kept else ""))
+
+
 _OOM_SHAPE = re.compile(r"OOM when allocating tensor with (shape\[[^\]]*\])")
 
 
 def out_of_memory(error: BaseException) -> OutOfMemoryError | None:
   """The one-line error for TensorFlow's ResourceExhaustedError (naming the tensor shape it
   could not allocate, and the knobs that bound it), or None for any other error."""
-  if type(error).__name__ != "ResourceExhaustedError":
-    return None
+  if type(error).__name__ != "ResourceExhaustedError" or _io_errno(error) is not None:
+    return None  # TensorFlow reports a full disk as "resource exhausted" too
   shape = _OOM_SHAPE.search(str(error))
   what = f"could not allocate a tensor of {shape.group(1)}" if shape else "a device is full"
   return OutOfMemoryError(

@@ -36,6 +36,7 @@ from typing import Any, Iterable
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from open_seq2seq.errors import WriteError  # noqa: E402
 from open_seq2seq.utils.io import atomic_open  # noqa: E402  (no TensorFlow behind it)
 
 METRICS_FILE = "metrics.jsonl"
@@ -275,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
       save_png(fig, output)
     except OSError as e:
       raise PlotError(f"cannot write {output}: {e.strerror}; give a writable --output") from None
+    except WriteError as e:  # a full disk, a file-size limit ... named as such
+      raise PlotError(str(e)) from None
   except PlotError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2

@@ -25,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from open_seq2seq import porting  # noqa: E402  pylint: disable=wrong-import-position
+from open_seq2seq.errors import WriteError  # noqa: E402  pylint: disable=wrong-import-position
 from open_seq2seq.utils.io import atomic_open  # noqa: E402  pylint: disable=wrong-import-position
 
 
@@ -84,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
       write_atomically(args.output, result.text.encode(encoding))
     except OSError as e:
       print(f"error: {args.output}: {e.strerror}", file=sys.stderr)
+      return 2
+    except WriteError as e:  # a full disk, a file-size limit ... named as such
+      print(f"error: {e}", file=sys.stderr)
       return 2
   else:
     sys.stdout.write(result.text)

@@ -8,15 +8,17 @@ and a JSONL copy of the run-level scalars.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, Callable, Iterator, Sequence, TextIO
 
 import numpy as np
 import tensorflow as tf
 
+from open_seq2seq.errors import write_failure
 from open_seq2seq.outputs import AudioSample, ImageSample, SampleSummary, TextSample
 from open_seq2seq.utils.io import atomic_write_text
 
@@ -74,6 +76,18 @@ def _record_step(line: str) -> float:
     return float("inf")
 
 
+@contextlib.contextmanager
+def _named_write_failures(what: str) -> Iterator[None]:
+  """A full disk, a size limit or a permission met writing ``what``: one line naming it."""
+  try:
+    yield
+  except (OSError, tf.errors.OpError) as e:
+    error = write_failure(e, what=f"could not write {what}")
+    if error is None:
+      raise
+    raise error from None
+
+
 class Summaries:
   """TensorBoard scalars (with a JSONL copy), histograms and samples, written by the chief."""
 
@@ -81,23 +95,28 @@ class Summaries:
     self._writer = None
     self._jsonl = None
     if logdir is not None:
-      self._writer = tf.summary.create_file_writer(os.path.join(logdir, subdir))
+      self._events = os.path.join(logdir, subdir)
+      with _named_write_failures(f"the TensorBoard events of {self._events}"):
+        self._writer = tf.summary.create_file_writer(self._events)
       self._jsonl = os.path.join(logdir, "metrics.jsonl")
+
+  def _writing(self) -> contextlib.AbstractContextManager:
+    return _named_write_failures(f"the TensorBoard events of {self._events}")
 
   def scalars(self, step: int, values: dict[str, float], prefix: str = "",
               jsonl: bool = True) -> None:
     """Scalars in TensorBoard, and in ``metrics.jsonl`` unless ``jsonl`` is False."""
     if self._writer is None or not values:
       return
-    with self._writer.as_default(step=step):
+    with self._writing(), self._writer.as_default(step=step):
       for name, value in values.items():
         tf.summary.scalar(prefix + name, value)
-    self._writer.flush()
+      self._writer.flush()
     if not jsonl:
       return
     record = {"step": step, "time": round(time.time(), 3),
               **{prefix + k: float(v) for k, v in values.items()}}
-    with open(self._jsonl, "a", encoding="utf-8") as f:
+    with _named_write_failures(self._jsonl), open(self._jsonl, "a", encoding="utf-8") as f:
       f.write(json.dumps(record) + "\n")
 
   def forget_after(self, step: int) -> None:
@@ -110,22 +129,23 @@ class Summaries:
       lines = f.readlines()
     kept = [line for line in lines if _record_step(line) <= step]
     if len(kept) != len(lines):
-      atomic_write_text(self._jsonl, "".join(kept))
+      with _named_write_failures(self._jsonl):
+        atomic_write_text(self._jsonl, "".join(kept))
 
   def histograms(self, step: int, values: dict[str, Any], prefix: str = "") -> None:
     """TensorBoard histograms of tensors or arrays (``gradients/<path>`` ...)."""
     if self._writer is None or not values:
       return
-    with self._writer.as_default(step=step):
+    with self._writing(), self._writer.as_default(step=step):
       for name, value in values.items():
         tf.summary.histogram(prefix + name, value)
-    self._writer.flush()
+      self._writer.flush()
 
   def samples(self, step: int, items: Sequence[SampleSummary], prefix: str = "") -> None:
     """Images, audio clips and text a model made of a sample batch (TensorBoard only)."""
     if self._writer is None or not items:
       return
-    with self._writer.as_default(step=step):
+    with self._writing(), self._writer.as_default(step=step):
       for item in items:
         name = prefix + item.name
         if isinstance(item, ImageSample):
@@ -139,7 +159,7 @@ class Summaries:
           tf.summary.text(name, item.text)
         else:
           raise TypeError(f"unknown sample summary {type(item).__name__}")
-    self._writer.flush()
+      self._writer.flush()
 
 
 class StepStats:

@@ -14,6 +14,7 @@ from typing import Any, Iterable
 import tensorflow as tf
 
 from open_seq2seq.errors import CheckpointError
+from open_seq2seq.training.checkpoint_files import latest_in
 
 #: What TensorFlow raises reading a truncated or corrupt checkpoint (a short ``.data``
 #: file: IndexError; a bad checksum or an empty ``.index``: an OpError).
@@ -132,7 +133,8 @@ def load_pretrained(root: tf.train.Checkpoint, source: str,
   Returns:
     (loaded keys, skipped keys with the reason).
   """
-  path = tf.train.latest_checkpoint(source) if os.path.isdir(source) else source
+  # a run directory: its latest checkpoint (found from the files without a state file)
+  path = latest_in(source)[0] if os.path.isdir(source) else source
   if not path or not tf.io.gfile.exists(path + ".index"):
     raise CheckpointError(f"load_model: no checkpoint found at {source}")
   try:

@@ -133,9 +133,6 @@ class Trainer:
     """Resumes from the latest checkpoint; or, on a fresh run, initializes from data (the
     layers that ask for it, on the first batch) and then loads ``load_model``'s weights."""
     store = self.store
-    if self.is_chief and store.removed_partial_saves:
-      log(f"removed {len(store.removed_partial_saves)} folder(s) of a save that a kill cut "
-          f"short: {', '.join(store.removed_partial_saves)}")
     if continue_learning and store.manager.latest_checkpoint:
       path, skipped = store.restore_latest()
       if self.is_chief:

@@ -1,12 +1,19 @@
-"""File writing that never leaves a half-written file behind."""
+"""File writing that never leaves a half-written file behind, and checks that a path can be
+written before the work that fills it is done."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
 from typing import BinaryIO, Iterator, TextIO
+
+from open_seq2seq.errors import ConfigError, write_cause, write_failure
+
+#: Errors of writing that say nothing about the file's own content: disk full, size limit
+_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 @contextlib.contextmanager
@@ -23,7 +30,11 @@ def atomic_open(path: str, encoding: str = "utf-8", binary: bool = False
   """
   directory = os.path.dirname(os.path.abspath(path))
   os.makedirs(directory, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+  try:
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
+                               dir=directory)
+  except OSError as e:
+    raise write_failure(e, what=f"could not write {path}") or e from None
   try:
     os.chmod(tmp, _mode_for(path))
     with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding=encoding)) as f:
@@ -31,9 +42,12 @@ def atomic_open(path: str, encoding: str = "utf-8", binary: bool = False
       f.flush()
       os.fsync(f.fileno())
     os.replace(tmp, path)
-  except BaseException:
+  except BaseException as e:
     with contextlib.suppress(OSError):
       os.remove(tmp)
+    # a full disk or a size limit met while writing this file: one line naming it
+    if isinstance(e, OSError) and e.errno in _SPACE and e.filename in (None, tmp, path):
+      raise write_failure(e, what=f"could not write {path}") from None
     raise
 
 
@@ -62,3 +76,41 @@ def current_umask() -> int:
 def atomic_write_text(path: str, text: str) -> None:
   with atomic_open(path) as f:
     f.write(text)
+
+
+def unwritable(path: str, directory: bool = False) -> str | None:
+  """Why a file (``directory``: a directory) could not be written at ``path``, or None.
+
+  Checks the path itself (a directory where a file is wanted, or the reverse), the nearest
+  folder that exists (a regular file in the way) and, by creating and removing a temporary
+  file there, that it can be written (permissions, a read-only filesystem; also for root)."""
+  path = os.path.abspath(path)
+  if os.path.exists(path):
+    if directory != os.path.isdir(path):
+      return "is a directory, not a file" if directory is False else \
+          "is a regular file, not a directory"
+    where = path if directory else os.path.dirname(path)
+  else:
+    where = os.path.dirname(path)
+    while not os.path.lexists(where):
+      where = os.path.dirname(where)
+    if not os.path.isdir(where):
+      return f"{where} is a regular file, not a directory"
+  try:
+    fd, probe = tempfile.mkstemp(prefix=".write-check-", dir=where)
+  except OSError as e:
+    return f"{where} cannot be written: {write_cause(e) or e.strerror}"
+  os.close(fd)
+  os.remove(probe)
+  return None
+
+
+def check_writable(path: str, flag: str, directory: bool = False) -> None:
+  """Raises a one-line ConfigError naming ``flag`` when ``path`` (a file, or ``directory``)
+  cannot be written (see :func:`unwritable`): checked before the work that fills it."""
+  folder = os.path.dirname(os.path.abspath(path))
+  if not directory and not os.path.lexists(folder):
+    raise ConfigError(f"{flag}: directory {folder} does not exist")
+  problem = unwritable(path, directory)
+  if problem:
+    raise ConfigError(f"{flag} {path}: {problem}; choose another {flag}")

@@ -107,13 +107,35 @@ def test_no_readable_checkpoint_is_one_error(tmp_path):
     store.restore_latest()
 
 
-def test_folders_of_a_save_cut_short_are_removed_by_the_writer(tmp_path):
+def test_folders_of_a_save_cut_short_are_removed_by_the_writers_first_save(tmp_path):
   for folder in ("ckpt-7_temp", "best_models/ckpt-5_temp", "keep_temp"):
     os.makedirs(tmp_path / folder)
   objects = {"w": tf.Variable(np.zeros(2, np.float32))}
   reader = CheckpointStore(str(tmp_path), objects, write=False)
+  assert reader.save(1) is None
   assert reader.removed_partial_saves == [] and os.path.isdir(tmp_path / "ckpt-7_temp")
   writer = CheckpointStore(str(tmp_path), objects)
+  # nothing is touched until the run writes (a benchmark never does)
+  assert writer.removed_partial_saves == [] and os.path.isdir(tmp_path / "ckpt-7_temp")
+  writer.save(1)
   assert sorted(writer.removed_partial_saves) == [str(tmp_path / "best_models/ckpt-5_temp"),
                                                   str(tmp_path / "ckpt-7_temp")]
-  assert sorted(os.listdir(tmp_path)) == ["best_models", "keep_temp"]
+  assert sorted(os.listdir(tmp_path)) == ["best_models", "checkpoint",
+                                          "ckpt-1.data-00000-of-00001", "ckpt-1.index",
+                                          "keep_temp"]
+
+
+def test_a_checkpoint_set_aside_by_a_save_cut_short_is_moved_back(tmp_path):
+  # A save over a checkpoint of the same step (one found unreadable, or the run's own best)
+  # moves that one to ckpt-N_replaced/ until the new one is written; after a kill in between,
+  # the writer puts it back before resuming.
+  weights = tf.Variable(np.ones(2, np.float32))
+  CheckpointStore(str(tmp_path), {"w": weights}).save(4)
+  os.makedirs(tmp_path / "ckpt-4_replaced")
+  for name in ("ckpt-4.index", "ckpt-4.data-00000-of-00001"):
+    os.replace(tmp_path / name, tmp_path / "ckpt-4_replaced" / name)
+  weights.assign([5.0, 5.0])
+  store = CheckpointStore(str(tmp_path), {"w": weights})
+  assert store.restore_latest() == (str(tmp_path / "ckpt-4"), [])
+  assert weights.numpy().tolist() == [1.0, 1.0]
+  assert not os.path.exists(tmp_path / "ckpt-4_replaced")
