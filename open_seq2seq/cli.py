@@ -14,8 +14,8 @@ import resource
 import sys
 from typing import TYPE_CHECKING
 
-from open_seq2seq.errors import (CheckpointError, ConfigError, OpenSeq2SeqError, embedded_error,
-                                 out_of_memory)
+from open_seq2seq.errors import (ConfigError, OpenSeq2SeqError, embedded_error, out_of_memory,
+                                 write_failure)
 
 if TYPE_CHECKING:  # imported for annotations only: run.py --help stays fast without them
   from open_seq2seq.distributed.backend import Backend
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "command-line overrides win).")
   parser.add_argument("--no_dir_check", action="store_true",
                       help="Train from scratch even if logdir holds a run (its checkpoints "
-                           "are rotated out); OpenSeq2Seq's flag.")
+                           "move to earlier_run-<time>/ first); OpenSeq2Seq's flag.")
   parser.add_argument("--use_xla_jit", action="store_true",
                       help="Compile the train step with XLA (same as use_xla_jit=True in the "
                            "config).")
@@ -92,12 +92,17 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 def _check_unknown_flags(parser: argparse.ArgumentParser, rest: list[str]) -> None:
   """What argparse left is config overrides (``--key=value``); anything else is a mistyped
   flag or a stray word, reported with the closest flag."""
+  import difflib
   from open_seq2seq.utils.params import closest_key
   actions = parser._actions  # pylint: disable=protected-access
   flags = [s for action in actions for s in action.option_strings if s.startswith("--")]
-  for arg in rest:
+  for arg, value in zip(rest, rest[1:] + ["-"]):
     if arg.startswith("--") and "=" in arg:
       continue
+    # "--max_steps 30" is an override without its "=" (unless a typo: "--logidr /tmp/run")
+    typo = difflib.get_close_matches(arg, flags, 1, 0.85)
+    if arg.startswith("--") and value[:1] != "-" and not typo:
+      raise ConfigError(f"{arg} {value}: a config override needs '=': write {arg}={value}")
     hint = closest_key(arg, flags)
     raise ConfigError(f"{arg}: unknown argument" + (f"; did you mean {hint}?" if hint else "")
                       + " (config overrides look like --batch_size_per_gpu=32 or "
@@ -117,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"error: {e}", file=sys.stderr)
     return EXIT_USER_ERROR
   except Exception as e:  # pylint: disable=broad-except
-    # a project error raised inside the input pipeline, or a device out of memory
-    wrapped = embedded_error(e) or out_of_memory(e)
+    # a project error raised inside the input pipeline, a failed write, or out of memory
+    wrapped = embedded_error(e) or write_failure(e) or out_of_memory(e)
     if wrapped is None:
       raise
     print(f"error: {wrapped}", file=sys.stderr)
@@ -135,12 +140,11 @@ def run(argv: list[str]) -> int:
   # after argparse: --help stays fast; before the config file, which imports TensorFlow
   from open_seq2seq.utils.quiet_start import import_tensorflow_quietly
   import_tensorflow_quietly()
-  from open_seq2seq.config import load_config
-  notices: list[str] = []
+  from open_seq2seq.run_settings import load_with_the_runs_settings
   # An export is built like interactive inference: the infer settings, no data files read.
   config_mode = "interactive_infer" if args.mode == "export" else args.mode
-  base_model, configs = load_config(args.config_file, config_mode, overrides,
-                                    overrides_file=args.overrides_file, notices=notices)
+  base_model, configs, notices, warnings, args.run_overrides = load_with_the_runs_settings(
+      args.config_file, config_mode, overrides, args.overrides_file, args.continue_learning)
   if args.help_params:
     from open_seq2seq.slots import help_params
     print(help_params(base_model, next(iter(configs.values()))))
@@ -153,19 +157,26 @@ def run(argv: list[str]) -> int:
     # Every process checks before the backend starts: joining it waits for all of them, so
     # the chief's writes below cannot make another worker see "already holds a run".
     _check_train_logdir(main_cfg["logdir"], args)
+  if args.mode == "export":  # a taken or unwritable --export_dir: before anything else
+    from open_seq2seq.serving.export import check_export_dir
+    args.export_dir = check_export_dir(args.export_dir)
+    _check_output_path(args.export_dir, "--export_dir", directory=True)
   from open_seq2seq.training.run_params import run_settings
   backend = make_backend(run_settings(main_cfg), cpu_towers=args.cpu_towers)
   if backend.is_chief:
     for line in notices:
       print(f"notice: {line}", file=sys.stderr, flush=True)
+    for line in warnings:
+      print(f"warning: {line}", file=sys.stderr, flush=True)
   if main_cfg["random_seed"] is not None:
     import keras
     # Each worker gets its own seed (dropout, shuffling of its shard); initial weights are
     # made identical by the backend (broadcast from the chief).
     keras.utils.set_random_seed(main_cfg["random_seed"] + backend.worker_index)
-  from open_seq2seq.training.stopping import handling_signals
-  try:
-    with handling_signals():
+  from open_seq2seq.training import logdir_lock, stopping
+  try:  # training's chief holds the logdir's lock for the whole run
+    with stopping.handling_signals(), logdir_lock.for_run(
+        main_cfg["logdir"], args.mode, backend.is_chief, benchmark=args.benchmark):
       if args.mode in ("train", "train_eval"):
         return _train(args, base_model, configs, backend)
       return _run_trained(args, base_model, configs[config_mode], backend)
@@ -215,6 +226,8 @@ def _train(args: argparse.Namespace, base_model: type[Model], configs: dict[str,
     # failed --continue_learning leaves the old run's config.txt as it was.
     if backend.is_chief:
       _write_config(logdir, configs)
+      from open_seq2seq.run_settings import write_overrides
+      write_overrides(logdir, args.run_overrides)
 
   trainer.train(model.data_layer, eval_layer, continue_learning=args.continue_learning,
                 on_start=write_config)
@@ -237,11 +250,10 @@ def _run_trained(args: argparse.Namespace, base_model: type[Model], config: dict
     reporting.log(f"notice: --no_dir_check has no effect with --mode={args.mode}: it needs "
                   f"the checkpoint in {config['logdir']}")
   if args.mode == "export":
-    from open_seq2seq.serving.export import check_export_dir
-    args.export_dir = check_export_dir(args.export_dir)
     if backend.num_workers > 1:
       raise ConfigError("--mode=export runs in one process; start it without mpiexec")
-  checkpoint = checkpoint_for_eval(config["logdir"], config["restore_best_checkpoint"])
+  checkpoint = checkpoint_for_eval(config["logdir"], config["restore_best_checkpoint"],
+                                   announce=backend.is_chief)
   model_mode = "interactive_infer" if args.mode == "export" else args.mode
   model = _build_model(base_model, config, model_mode, backend)
   if backend.is_chief:
@@ -311,25 +323,15 @@ def _record_run(args: argparse.Namespace, logdir: str, configs: dict[str, dict])
 
 
 def _check_train_logdir(logdir: str, args: argparse.Namespace) -> None:
-  from open_seq2seq.training.checkpoints import logdir_holds_run
-  if args.benchmark:
-    return
-  if args.continue_learning:
-    return
-  if logdir_holds_run(logdir):
-    if args.no_dir_check:
-      print(f"warning: --no_dir_check: training from scratch in {logdir}, which holds a run; "
-            f"its checkpoints will be rotated out as new ones are saved", file=sys.stderr)
-      return
-    raise CheckpointError(
-        f"{logdir} already holds a run: pass --continue_learning to resume it, or choose "
-        f"another --logdir (nothing was overwritten)")
+  from open_seq2seq.training.logdir_lock import check_before_training
+  if not args.benchmark:
+    check_before_training(logdir, args.continue_learning, args.no_dir_check)
 
 
-def _check_output_path(path: str) -> None:
-  directory = os.path.dirname(os.path.abspath(path))
-  if not os.path.isdir(directory):
-    raise ConfigError(f"--infer_output_file: directory {directory} does not exist")
+def _check_output_path(path: str, flag: str = "--infer_output_file",
+                       directory: bool = False) -> None:
+  from open_seq2seq.utils.io import check_writable
+  check_writable(path, flag, directory)
 
 
 def _write_config(logdir: str, configs: dict[str, dict]) -> None:

@@ -50,8 +50,9 @@ def load_config_module(path: str) -> ModuleType:
   except Exception as e:  # the user's module failed to run: show where
     tb = e.__traceback__
     line = None
+    target = os.path.abspath(path)  # the loader may make the code's file name absolute
     while tb is not None:
-      if tb.tb_frame.f_code.co_filename == path:
+      if os.path.abspath(tb.tb_frame.f_code.co_filename) == target:
         line = tb.tb_lineno
       tb = tb.tb_next
     where = f"{path}:{line}" if line else path
@@ -140,18 +141,18 @@ def load_config(path: str, mode: str, overrides: list[str] | None = None,
   nothing (:func:`open_seq2seq.slots.ignored_settings`).
   """
   module = load_config_module(path)
-  parsed: list = list(run_overrides or [])
-  parsed += read_overrides_file(overrides_file) if overrides_file else []
-  parsed += parse_overrides(overrides or [])
+  given: list = read_overrides_file(overrides_file) if overrides_file else []
+  given += parse_overrides(overrides or [])
+  parsed = list(run_overrides or []) + given
   common, per_mode = by_mode(parsed)
   modes = ("train", "eval") if mode == "train_eval" else (mode,)
   notices = notices if notices is not None else []
   for prefix, reached in MODE_PREFIXES.items():
-    given = any(path.startswith(prefix + "/") for path, _ in parsed)
-    if given and not set(reached) & set(modes):
+    given_here = any(path.startswith(prefix + "/") for path, _ in given)
+    if given_here and not set(reached) & set(modes):
       notices.append(f"--{prefix}/...: ignored: --mode={mode} builds no {reached[0]} config")
   if mode == "train_eval":
-    notices += _shared_overrides_of_split_keys(module, common)
+    notices += _shared_overrides_of_split_keys(module, by_mode(given)[0])
   configs = {}
   for m in modes:
     mode_overrides = common + per_mode.get(m, [])
@@ -164,13 +165,14 @@ def load_config(path: str, mode: str, overrides: list[str] | None = None,
 
 
 def _shared_overrides_of_split_keys(module: ModuleType, common: list) -> list[str]:
-  """Notices for un-prefixed overrides of keys the config file sets differently for train
-  and eval (data files ...): in train_eval they reach both, so the in-training eval would
-  read what training reads."""
+  """Notices for un-prefixed overrides of data layer keys the config file sets differently
+  for train and eval (data files ...): in train_eval they reach both, so the in-training eval
+  would read what training reads."""
   lines = []
   train, evaluation = mode_config(module, "train"), mode_config(module, "eval")
   for path, _ in common:
-    if _lookup(train, path) != _lookup(evaluation, path):
+    if path.startswith("data_layer_params/") and \
+        _lookup(train, path) != _lookup(evaluation, path):
       lines.append(f"--{path}=... reaches both the train and the eval config of train_eval "
                    f"(the config file gives them different values); write "
                    f"--train_params/{path}=... or --eval_params/{path}=... to set one")
@@ -205,12 +207,12 @@ def config_to_text(params: Mapping[str, Any]) -> str:
   return render(params, 0) + "\n"
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
   """A resolved config value as plain YAML data (classes and functions by import path)."""
   if isinstance(value, Mapping):
-    return {str(k): _plain(v) for k, v in value.items()}
+    return {str(k): plain(v) for k, v in value.items()}
   if isinstance(value, (list, tuple)):
-    return [_plain(v) for v in value]
+    return [plain(v) for v in value]
   if value is None or isinstance(value, (bool, int, float, str)):
     return value
   if inspect.isclass(value) or inspect.isfunction(value) or inspect.isbuiltin(value):
@@ -226,7 +228,7 @@ def config_to_yaml(configs: Mapping[str, Mapping[str, Any]]) -> str:
   (the run's Python config stays the source of truth).
   """
   import yaml
-  return yaml.safe_dump({mode: _plain(params) for mode, params in configs.items()},
+  return yaml.safe_dump({mode: plain(params) for mode, params in configs.items()},
                         sort_keys=True, default_flow_style=False, allow_unicode=True, width=100)
 
 

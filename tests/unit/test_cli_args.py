@@ -26,6 +26,15 @@ def test_a_mistyped_flag_names_the_closest_one(arg, hint):
                               "--batch_size_per_gpu=32 or --encoder_params/<key>=<value>)")
 
 
+def test_an_override_written_with_a_space_says_to_write_it_with_equals():
+  with pytest.raises(ConfigError) as error:
+    parse_args(["--config_file=c.py", "--max_steps", "30"])
+  assert str(error.value) == "--max_steps 30: a config override needs '=': write --max_steps=30"
+  # a typo of a flag that takes a value still names the flag
+  with pytest.raises(ConfigError, match="did you mean --logdir"):
+    parse_args(["--config_file=c.py", "--logidr", "/tmp/run"])
+
+
 def test_main_prints_one_line_and_exits_2(capsys):
   assert main(["--config_file=c.py", "--mode=train", "--continue_learing"]) == 2
   err = capsys.readouterr().err.strip().splitlines()

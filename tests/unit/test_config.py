@@ -1,5 +1,6 @@
 """Config loading, mode merging, overrides and validation (no model is built)."""
 
+import os
 import textwrap
 
 import pytest
@@ -207,6 +208,10 @@ def test_bad_config_files(tmp_path):
   path = _write_config(tmp_path, "import no_such_module_xyz\n")
   with pytest.raises(ConfigError, match=r"config.py:1: config failed to load: ModuleNotFoundError"):
     cfg.load_config(path, "train")
+  # a relative --config_file keeps the line of the error too
+  relative = os.path.relpath(path)
+  with pytest.raises(ConfigError, match=r"config.py:1: config failed to load: ModuleNotFoundError"):
+    cfg.load_config(relative, "train")
 
 
 def test_config_to_text_names_classes():
