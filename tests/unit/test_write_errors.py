@@ -122,8 +122,9 @@ def test_a_folder_the_user_cannot_write_is_named():
   folder = tempfile.mkdtemp(prefix="closed-")
   try:
     os.chmod(folder, 0o755)
-    code = ("import os; os.setgid(65534); os.setuid(65534); "
-            "from open_seq2seq.utils.io import unwritable; "
+    # imports first: nobody may not read the Python installation (under /root with pyenv)
+    code = ("import os; from open_seq2seq.utils.io import unwritable; "
+            "os.setgid(65534); os.setuid(65534); "
             f"print(unwritable({folder + '/run'!r}, directory=True))")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
