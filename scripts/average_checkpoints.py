@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.error("--last_n needs --logdir")
   if args.checkpoints is not None and args.logdir:
     parser.error("--logdir goes with --last_n; --checkpoints names the checkpoints itself")
+  from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
+  exit_if_unwritable(args.output_dir, "--output_dir", directory=True)
   logging.getLogger("tensorflow").setLevel(logging.ERROR)
   from open_seq2seq.training import averaging  # pylint: disable=import-outside-toplevel
   try:

@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
   args = parser.parse_args(argv)
   if not args.text and not args.csv:
     parser.error("give at least one --text or --csv file")
+  from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
+  exit_if_unwritable(args.output, "--output", makes_folders=True)
   start = time.monotonic()
   from open_seq2seq.errors import OpenSeq2SeqError
   try:

@@ -21,6 +21,9 @@ import os
 import random
 import sys
 
+# the package beside scripts/ (the output checks), also without pip install -e
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 #: The ten symbols of the task: Greek small letters alpha (U+03B1) to kappa (U+03BA).
 SYMBOLS = tuple(chr(code) for code in range(0x03B1, 0x03BB))
 MIN_LENGTH, MAX_LENGTH = 5, 50
@@ -82,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
       parser.error(f"--{name} must be at least 1 (empty files cannot be read)")
   if not MIN_LENGTH <= args.max_length <= MAX_LENGTH:
     parser.error(f"--max_length must be in [{MIN_LENGTH}, {MAX_LENGTH}]")
+  from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
+  exit_if_unwritable(args.data_dir, "--data_dir", directory=True)
   sizes = create_data(args.data_dir, args.train_size, args.dev_size, args.test_size, args.seed,
                       args.max_length)
   print(f"wrote {', '.join(f'{n} {s}' for s, n in sizes.items())} pairs to {args.data_dir}")

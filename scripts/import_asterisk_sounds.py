@@ -243,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--max_seconds", type=float, help="drop prompts longer than this")
   parser.add_argument("--limit", type=int, help="keep only this many prompts (quick runs)")
   args = parser.parse_args(argv)
+  from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
+  exit_if_unwritable(args.output_dir, "--output_dir", directory=True)
   summary = import_asterisk_sounds(args.output_dir, args.sounds_dir, args.transcripts,
                                    args.val_size, args.test_size, args.seed, args.sample_freq,
                                    args.trim_db, args.max_seconds, args.limit)

@@ -24,6 +24,9 @@ import sys
 
 import numpy as np
 
+# the package beside scripts/ (the output checks), also without pip install -e
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 CLASS_NAMES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
                "Sneaker", "Bag", "Ankle boot")
 SPLITS = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
@@ -94,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
                       help="folder of the (gzipped) IDX files")
   parser.add_argument("--output_dir", required=True, help="where the CIFAR-layout files go")
   args = parser.parse_args(argv)
+  from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
+  exit_if_unwritable(args.output_dir, "--output_dir", directory=True)
   counts = convert(args.idx_dir, args.output_dir)
   print(f"wrote {counts['train']} training and {counts['test']} test images to "
         f"{args.output_dir}")

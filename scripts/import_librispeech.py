@@ -20,6 +20,9 @@ import os
 import sys
 import tarfile
 
+# the package beside scripts/ (the output checks), also without pip install -e
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 def extract(archive: str, output_dir: str) -> None:
   if not os.path.isfile(archive):
@@ -124,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
   args = parser.parse_args(argv)
   if not args.archives and not args.source_dir:
     parser.error("give --archives or --source_dir")
+  from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
+  exit_if_unwritable(args.output_dir, "--output_dir", directory=True)
   for subset, path in import_librispeech(args.output_dir, args.archives, args.source_dir,
                                          args.format, args.workers).items():
     print(f"{subset}: {path}")

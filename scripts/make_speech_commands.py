@@ -162,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
   args = parser.parse_args(argv)
   if args.per_word < 1:
     parser.error("--per_word must be at least 1")
+  from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
+  exit_if_unwritable(args.output_dir, "--output_dir", directory=True)
   splits = make_commands(args.output_dir, [w.strip() for w in args.words.split(",") if w.strip()],
                          args.per_word, args.validation, args.testing,
                          args.voices.split(",") if args.voices else None,

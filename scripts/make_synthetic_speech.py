@@ -268,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--workers", type=int, default=2)
   parser.add_argument("--lm", action="store_true", help="also write a bigram lm.arpa")
   args = parser.parse_args(argv)
+  from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
+  exit_if_unwritable(args.output_dir, "--output_dir", directory=True)
   defaults = TTS_DEFAULTS if args.tts else ASR_DEFAULTS
   for key, value in defaults.items():
     if getattr(args, key) is None:

@@ -7,6 +7,7 @@ import contextlib
 import errno
 import os
 import stat
+import sys
 import tempfile
 from typing import BinaryIO, Iterator, TextIO
 
@@ -114,3 +115,21 @@ def check_writable(path: str, flag: str, directory: bool = False) -> None:
   problem = unwritable(path, directory)
   if problem:
     raise ConfigError(f"{flag} {path}: {problem}; choose another {flag}")
+
+
+def exit_if_unwritable(path: str, flag: str, directory: bool = False,
+                       makes_folders: bool = False) -> None:
+  """For scripts, right after their arguments are parsed: when ``path`` cannot be written
+  (:func:`check_writable`; ``makes_folders``: the script creates missing parent folders, so
+  only the nearest existing one must be writable), prints ``error: ...`` (one line) and exits
+  with status 2, before any work that would fill it is done."""
+  try:
+    if makes_folders:
+      problem = unwritable(path, directory)
+      if problem:
+        raise ConfigError(f"{flag} {path}: {problem}; choose another {flag}")
+    else:
+      check_writable(path, flag, directory)
+  except ConfigError as e:
+    print(f"error: {e}", file=sys.stderr)
+    raise SystemExit(2) from None
