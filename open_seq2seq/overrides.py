@@ -207,10 +207,6 @@ class _Prefixed:
   def __init__(self, prefix: str, value: Any):
     self.prefix, self.value = prefix, value
 
-  def __eq__(self, other: Any) -> bool:
-    return isinstance(other, _Prefixed) and (self.prefix, self.value) == (other.prefix,
-                                                                          other.value)
-
   def __repr__(self) -> str:
     return f"{self.prefix}/{self.value!r}"
 

@@ -190,9 +190,8 @@ def load_with_the_runs_settings(path: str, mode: str, overrides: list[str],
                                     notices=notices)
   uses_a_run = mode not in ("train", "train_eval") or continue_learning
   logdir = next(iter(configs.values()))["logdir"]
-  saved = read_overrides(logdir) if uses_a_run else None
-  if saved:
-    saved = applicable(saved, resuming=mode in ("train", "train_eval"))
+  recorded = read_overrides(logdir) if uses_a_run else None
+  saved = applicable(recorded, resuming=mode in ("train", "train_eval")) if recorded else None
   warnings: list[str] = []
   if saved:
     notices = [line for line in (applied_notice(logdir, saved),) if line]
@@ -213,9 +212,11 @@ def load_with_the_runs_settings(path: str, mode: str, overrides: list[str],
       if changed:
         warnings.append(f"the model's settings differ from those {logdir} was trained with "
                         f"(config.yaml): " + "; ".join(changed))
-  everything = read_overrides(logdir) if continue_learning else None
-  return base_model, configs, notices, warnings, (everything or []) + given
+  # a resumed run saves what it was made with (all of it) and what this command adds
+  return base_model, configs, notices, warnings, \
+      ((recorded or []) if continue_learning else []) + given
 
 
-__all__ = ["load_with_the_runs_settings", "applicable", "OVERRIDES_FILE", "NOT_REMEMBERED", "read_overrides", "write_overrides",
-           "displaced", "applied_notice", "model_differences", "saved_train_config"]
+__all__ = ["load_with_the_runs_settings", "applicable", "OVERRIDES_FILE", "NOT_REMEMBERED",
+           "read_overrides", "write_overrides", "displaced", "applied_notice",
+           "model_differences", "saved_train_config"]
