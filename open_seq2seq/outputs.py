@@ -6,8 +6,8 @@ TensorBoard); the toolkit *writes*. Inference scales with the processes:
 * each process formats its own share of the inputs, a chunk at a time
   (``model.finalize_inference`` on a few batches' results), and sends the formatted
   outputs to the chief only;
-* the chief's ``OutputStream`` (:mod:`open_seq2seq.output_sink`) writes them as they arrive: a per-example file
-  (:class:`WavFile`, :class:`PngFile`) at once, and the records of a line file
+* the chief's ``OutputStream`` (:mod:`open_seq2seq.output_sink`) writes them as they arrive:
+  a per-example file (:class:`WavFile`, :class:`PngFile`) at once, and the records of a line file
   (:class:`TextLines`, :class:`CsvRows`) in input order through an ``OrderRestorer``,
   each line as soon as every earlier example is finished. A line file is written under a
   temporary name and renamed into place at the end of the pass, so a crash never leaves

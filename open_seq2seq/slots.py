@@ -358,5 +358,5 @@ def help_params(base_model: type, config: Mapping[str, Any]) -> str:
   return "\n".join(sections)
 
 
-__all__ = ["Choice", "Slot", "SLOTS", "top_level_declarations", "slot_of", "chosen_declarations", "validate_slots",
-           "ignored_settings", "help_params", "package_choices", "first_doc_line"]
+__all__ = ["Choice", "Slot", "SLOTS", "top_level_declarations", "slot_of",
+           "chosen_declarations", "validate_slots", "ignored_settings", "help_params", "package_choices", "first_doc_line"]

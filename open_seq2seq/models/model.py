@@ -57,8 +57,8 @@ class Model(Configurable):
       "initializer_params": Param(dict, {}, "Keyword arguments of the initializer class."),
       # --- data and precision
       "batch_size_per_gpu": Param(int, doc="Examples per device per step."),
-      "eval_batch_size_per_gpu": Param((int, None), None,
-                                       "Examples per device in eval/infer (default: batch_size_per_gpu)."),
+      "eval_batch_size_per_gpu": Param((int, None), None, "Examples per device in eval/infer "
+                                       "(default: batch_size_per_gpu)."),
       "random_seed": Param((int, None), None, "Seed of TensorFlow, NumPy and Python RNGs."),
       "dtype": Param(AnyType, "float32",
                      "float32, float16, mixed, mixed_float16 or mixed_bfloat16 (or a tf.DType)."),
