@@ -260,7 +260,7 @@ def _run_trained(args: argparse.Namespace, base_model: type[Model], config: dict
     if args.enable_logs:
       _record_run(args, config["logdir"], {args.mode: config})
     reporting.log(precision.describe(config["dtype"]))
-  evaluator = Evaluator(model, backend)
+  evaluator = Evaluator(model, backend, eval_batches=config["eval_batches"])
   if args.mode == "export":
     _export(args, evaluator, model, checkpoint, config)
     return 0

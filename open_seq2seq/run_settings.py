@@ -12,9 +12,9 @@ with, without repeating ``--encoder_params/encoder_layers=3``.
 What is not remembered: ``logdir`` (it is where the file is) and the devices the run used
 (``num_gpus``, ``gpu_ids``, ``use_horovod``, ``allreduce_dtype``): an eval may run elsewhere.
 Eval, infer and export also leave out what says which data to read and how much at once (the
-data layer's files and folders, vocabularies excepted, and the batch sizes): they read the
-config's data for their mode, or the command line's. ``--continue_learning`` applies
-everything else, so the resumed run reads the same data in the same batches.
+data layer's files and folders, vocabularies excepted, the batch sizes and ``eval_batches``):
+they read the config's data for their mode, or the command line's. ``--continue_learning``
+applies everything else, so the resumed run reads the same data in the same batches.
 
 The resolved config the run trained with (``config.yaml``) is compared with the one this
 command resolves: keys of the model that differ (the config file was edited since, or an
@@ -38,8 +38,9 @@ NOT_REMEMBERED = ("logdir", "num_gpus", "gpu_ids", "use_horovod", "allreduce_dty
 _NOT_COMPARED = ("batch_size_per_gpu", "eval_batch_size_per_gpu", "random_seed")
 
 
-#: Keys eval, infer and export take from their own config, not from the run.
-_DATA_CHOICE = ("batch_size_per_gpu", "eval_batch_size_per_gpu")
+#: Keys eval, infer and export take from their own config, not from the run (a smoke run's
+#: ``--eval_batches=N`` does not truncate a later ``--mode=eval`` of it).
+_DATA_CHOICE = ("batch_size_per_gpu", "eval_batch_size_per_gpu", "eval_batches")
 _DATA_SUFFIXES = ("file", "files", "_dir", "location", "folder", "path", "root")
 
 

@@ -70,16 +70,20 @@ class Evaluator:
     backend: shards the data and gathers results across processes.
     store: the run's checkpoints, when training (best-checkpoint choice); else None.
     round_batches: batches per round of inference (:data:`ROUND_BATCHES`).
+    eval_batches: eval passes read at most this many batches (shared among the processes),
+      for quick runs; a truncated pass never saves a new best. None: whole passes.
   """
 
   def __init__(self, model: Model, backend: Backend, store: CheckpointStore | None = None,
-               round_batches: int = ROUND_BATCHES):
+               round_batches: int = ROUND_BATCHES, eval_batches: int | None = None):
     self.model = model
+    self.eval_batches = eval_batches
     self.round_batches = round_batches
     self.backend = backend
     self.store = store
     self.is_chief = backend.is_chief
     self.restored_step: int | None = None
+    self.truncated = False
     self._pass_fns: dict = {}
     self._predict_fn = None
 
@@ -143,17 +147,32 @@ class Evaluator:
     out = dict(self.model.eval_outputs(batch), batch=batch)
     return out
 
-  def _total_batches(self, layer) -> int | None:
+  def _total_batches(self, layer, limit: int | None = None) -> int | None:
+    """Steps of this process's pass (for the progress bar), or None when unknown."""
+    local_replicas = max(self.backend.num_local_replicas, 1)
+    if limit is not None:
+      return math.ceil(limit / local_replicas)
     try:
       return math.ceil(layer.batches_per_epoch() * self.backend.num_workers /
                        max(self.backend.num_replicas, 1))
     except NotImplementedError:
       return None
 
-  def _replica_outputs(self, layer, label: str, bar: reporting.ProgressBar):
+  def _local_limit(self) -> int | None:
+    """Batches this process reads in a truncated eval pass (its share of ``eval_batches``)."""
+    if self.eval_batches is None:
+      return None
+    return math.ceil(self.eval_batches / self.backend.num_workers)
+
+  def _replica_outputs(self, layer, label: str, bar: reporting.ProgressBar,
+                       limit: int | None = None, truncated: list | None = None):
     """This process's pass over its shard of ``layer``: per step, the numpy outputs of its
     replicas that read real batches (``batch`` and ``predictions``, and the loss with
-    targets)."""
+    targets).
+
+    ``limit``: read at most this many batches; ``truncated`` (a list) then receives True
+    when the shard held more (one batch beyond the limit is read, never evaluated).
+    """
     # eval_batches pads the last step of each process with copies whose outputs are
     # dropped (num_valid), so workers with uneven shards never wait for each other.
     specs = []
@@ -161,12 +180,20 @@ class Evaluator:
     def dataset_fn(num_shards: int, shard: int) -> tf.data.Dataset:
       dataset = layer.shard_dataset(num_shards, shard)
       specs.append(dataset.element_spec)
-      return dataset
+      return dataset if limit is None else dataset.take(limit + 1)
 
+    read = 0
     for batch, num_valid in self.backend.eval_batches(dataset_fn):
+      keep = num_valid
+      if limit is not None:
+        keep, read = min(num_valid, limit - read), read + num_valid
+        if read > limit:
+          truncated.append(True)
+          if keep <= 0:  # this step holds only the batch past the limit
+            break
       self.ensure_variables(self.backend.local_results(batch)[0])
       out = self._pass_function(label, specs[0])(batch)
-      yield [to_numpy(o) for o in self.backend.local_results(out)[:num_valid]]
+      yield [to_numpy(o) for o in self.backend.local_results(out)[:keep]]
       bar.update()
     bar.close()
 
@@ -176,10 +203,13 @@ class Evaluator:
 
     Returns:
       (eval results in input order — empty without targets —, loss sum, loss weight).
+      With ``eval_batches``, :attr:`truncated` tells whether any process's shard held more.
     """
-    bar = reporting.ProgressBar("eval", self._total_batches(layer), enabled=self.is_chief)
-    eval_results, loss_sum, weight = [], 0.0, 0.0
-    for replicas in self._replica_outputs(layer, "eval", bar):
+    limit = self._local_limit()
+    bar = reporting.ProgressBar("eval", self._total_batches(layer, limit),
+                                enabled=self.is_chief)
+    eval_results, loss_sum, weight, truncated = [], 0.0, 0.0, []
+    for replicas in self._replica_outputs(layer, "eval", bar, limit, truncated):
       for out in replicas:
         if "target_tensors" in out["batch"]:
           eval_results.extend(self.model.evaluate(out["batch"], out["predictions"]))
@@ -187,7 +217,9 @@ class Evaluator:
           loss_sum += float(out["loss_sum"])
           weight += float(out["weight"])
     eval_results = sorted(self.backend.gather_objects(eval_results), key=lambda r: r[0])
-    totals = self.backend.gather_objects([(loss_sum, weight)])
+    totals = self.backend.gather_objects([(loss_sum, weight, bool(truncated))])
+    #: Whether the last pass stopped at ``eval_batches`` before the end of the data.
+    self.truncated = any(t[2] for t in totals)
     return eval_results, sum(t[0] for t in totals), sum(t[1] for t in totals)
 
   def evaluate(self, layer, step: int | None = None,
@@ -200,7 +232,8 @@ class Evaluator:
     metrics.update(self.model.finalize_evaluation(results))
     step = step if step is not None else self.restored_step
     if self.is_chief:
-      log(f"eval at step {step}: " +
+      part = f" (first {self.eval_batches} batches: eval_batches)" if self.truncated else ""
+      log(f"eval at step {step}{part}: " +
           ", ".join(f"{k} {format_number(float(v))}" for k, v in metrics.items()))
       if summaries is not None and step is not None:
         summaries.scalars(step, metrics, prefix="eval/")
@@ -210,6 +243,11 @@ class Evaluator:
   def _keep_if_best(self, metrics: dict[str, float], step: int | None) -> None:
     metric, higher = self.model.best_metric
     if self.store is None or metric not in metrics or step is None:
+      return
+    if self.truncated:
+      if self.is_chief:
+        log(f"not compared with best_models/: this eval read only {self.eval_batches} "
+            f"batches (eval_batches)")
       return
     if self.store.maybe_save_best(metric, float(metrics[metric]), higher, step) and \
         self.is_chief:

@@ -61,6 +61,9 @@ GROUPS: dict[str, dict[str, Param]] = {
     "Evaluation": {
         "eval_steps": Param(_STEPS, None,
                             "In train_eval, evaluate every N steps (and at the end)."),
+        "eval_batches": Param(_STEPS, None,
+                              "Evaluate on the first N batches only, for quick runs (None: "
+                              "the whole eval set); a truncated eval never saves a new best."),
         "early_stopping": Param((EARLY_STOPPING_TYPE, None), None,
                                 "Stop train_eval when an eval metric stops improving: {metric, "
                                 "patience, min_delta, higher_is_better} "
@@ -124,7 +127,7 @@ def check_run_settings(params: Mapping[str, Any], mode: str) -> None:
       params["num_epochs"] is None:
     raise ConfigError("max_steps: training needs max_steps or num_epochs in the config")
   for key in ("iter_size", "num_gpus", "num_checkpoints", "max_steps", "num_epochs",
-              *PERIOD_KEYS):
+              "eval_batches", *PERIOD_KEYS):
     if params[key] is not None and params[key] < 1:
       hint = " (None turns it off)" if key in PERIOD_KEYS else ""
       raise ConfigError(f"{key}: must be at least 1{hint}, got {params[key]}")

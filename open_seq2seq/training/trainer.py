@@ -78,7 +78,7 @@ class Trainer:
     self.max_steps = self._planned_steps()
     self.step = TrainStep(model, self.params, self.backend, self.max_steps,
                           self.steps_per_epoch, count_units=layer.count_units)
-    self.evaluator = Evaluator(model, self.backend)
+    self.evaluator = Evaluator(model, self.backend, eval_batches=self.params["eval_batches"])
     self.early_stopping = EarlyStopping(self.params["early_stopping"], model.best_metric) \
         if self.params.get("early_stopping") and model.mode == "train" else None
     #: The metrics of the eval after which early stopping ended the loop (None: it did not).

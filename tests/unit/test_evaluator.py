@@ -174,3 +174,66 @@ def test_restore_for_loads_every_weight_into_a_fresh_model(toy_data, tmp_path, f
   assert not [name for name in restored if name.startswith("unattributed")]
   for name, variable in expected.items():
     np.testing.assert_array_equal(restored[name].numpy(), variable.numpy(), err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def eval_data(tmp_path_factory):
+  directory = str(tmp_path_factory.mktemp("toy_eval"))
+  toy.make_toy_data(directory, train=8, dev=10, test=1)  # 10 eval lines: 5 batches of 2
+  return directory
+
+
+class _TwoTowers(Backend):
+  """Two local replicas without logical devices: each step's batches are evaluated one
+  after the other (the step grouping and the padding are the backend's own)."""
+
+  num_local_replicas = 2
+
+  def _per_replica(self, batches):
+    return list(batches)
+
+  def run(self, fn, args=()):
+    return [fn(batch) for batch in args[0]]
+
+  def local_results(self, value):
+    return list(value)
+
+
+@pytest.mark.parametrize("limit,backend,expected_ids,truncated", [
+    (2, Backend, range(4), True),
+    (3, _TwoTowers, range(6), True),  # the second step's second batch is past the limit
+    (2, _TwoTowers, range(4), True),  # the step after the limit is not run at all
+    (5, Backend, range(10), False),   # exactly the whole set: not truncated
+    (9, _TwoTowers, range(10), False),
+])
+def test_eval_batches_bounds_an_eval_pass(eval_data, limit, backend, expected_ids, truncated):
+  model = build(eval_data, "eval", "dev", "--batch_size_per_gpu=2")
+  evaluator = Evaluator(model, backend(), eval_batches=limit)
+  results, _, weight = evaluator.run_pass(model.data_layer)
+  assert evaluator.truncated is truncated and weight > 0
+  assert [i for i, _ in results] == list(expected_ids)
+
+
+def test_a_truncated_eval_never_becomes_the_best(eval_data, tmp_path, capsys):
+  model = build(eval_data, "eval", "dev", "--batch_size_per_gpu=2")
+  evaluator = Evaluator(model, Backend(), eval_batches=1)
+  evaluator.run_pass(model.data_layer)
+  evaluator.store = CheckpointStore(str(tmp_path),
+                                    {"model": model_checkpoint_object(model.named_layers)})
+  metrics = evaluator.evaluate(model.data_layer, step=4)
+  assert evaluator.truncated and "BLEU" in metrics
+  assert evaluator.store.best_info() is None
+  out = capsys.readouterr().out
+  assert "eval at step 4 (first 1 batches: eval_batches)" in out
+  assert "not compared with best_models/" in out
+  whole = Evaluator(model, Backend(), store=evaluator.store)
+  whole.evaluate(model.data_layer, step=5)
+  assert not whole.truncated and whole.store.best_info()["step"] == 5
+
+
+def test_the_run_key_reaches_the_trainers_evaluator(toy_data):
+  base_model, run = config(toy_data, "train", "train", "--eval_batches=3")
+  trainer = Trainer(base_model(run, "train"), run, Backend(), logdir="/nonexistent")
+  assert trainer.evaluator.eval_batches == 3
+  with pytest.raises(Exception, match="eval_batches: must be at least 1"):
+    config(toy_data, "train", "train", "--eval_batches=0")

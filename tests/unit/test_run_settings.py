@@ -62,9 +62,10 @@ def test_saved_train_config_reads_config_yaml(tmp_path):
 def test_eval_takes_its_own_data_and_a_resumed_run_the_runs():
   saved = [("data_layer_params/source_file", "train.txt"), ("batch_size_per_gpu", "64"),
            ("data_layer_params/src_vocab_file", "v.txt"), ("encoder_params/layers", "3"),
-           ("data_layer_params/dataset_files", "['a.csv']"), ("num_gpus", "2")]
+           ("data_layer_params/dataset_files", "['a.csv']"), ("num_gpus", "2"),
+           ("eval_batches", "5")]
   assert [k for k, _ in run_settings.applicable(saved, resuming=False)] == [
       "data_layer_params/src_vocab_file", "encoder_params/layers"]
   assert [k for k, _ in run_settings.applicable(saved, resuming=True)] == [
       "data_layer_params/source_file", "batch_size_per_gpu", "data_layer_params/src_vocab_file",
-      "encoder_params/layers", "data_layer_params/dataset_files"]
+      "encoder_params/layers", "data_layer_params/dataset_files", "eval_batches"]
