@@ -14,8 +14,9 @@ import resource
 import sys
 from typing import TYPE_CHECKING
 
-from open_seq2seq.errors import (ConfigError, OpenSeq2SeqError, embedded_error, out_of_memory,
-                                 write_failure)
+from open_seq2seq.cli_args import parse_args
+from open_seq2seq.errors import (CheckpointError, ConfigError, OpenSeq2SeqError, embedded_error,
+                                 out_of_memory, write_failure)
 
 if TYPE_CHECKING:  # imported for annotations only: run.py --help stays fast without them
   from open_seq2seq.distributed.backend import Backend
@@ -24,89 +25,6 @@ if TYPE_CHECKING:  # imported for annotations only: run.py --help stays fast wit
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
-
-
-def build_parser() -> argparse.ArgumentParser:
-  parser = argparse.ArgumentParser(
-      prog="run.py", description="Train, evaluate and run sequence-to-sequence models.",
-      epilog="Any config value can be overridden as --key=value or --a/b/c=value, e.g. "
-             "--encoder_params/encoder_layers=2; overrides win over the mode dicts.")
-  parser.add_argument("--config_file", required=True, help="Python config file.")
-  parser.add_argument("--mode", default="train",
-                      choices=["train", "eval", "train_eval", "infer", "interactive_infer",
-                               "export"])
-  parser.add_argument("--logdir", help="Run directory (overrides the config's logdir).")
-  parser.add_argument("--continue_learning", action="store_true",
-                      help="Resume training from the latest checkpoint in logdir.")
-  parser.add_argument("--infer_output_file", default="infer-out.txt",
-                      help="Where --mode=infer writes its predictions.")
-  parser.add_argument("--export_dir",
-                      help="Where --mode=export writes the SavedModel (a new directory).")
-  parser.add_argument("--benchmark", action="store_true",
-                      help="Time --bench_steps training steps and print a table; saves nothing.")
-  parser.add_argument("--bench_steps", type=int, default=30, help="Steps timed by --benchmark.")
-  parser.add_argument("--enable_logs", action="store_true",
-                      help="Record the run in logdir/logs/<mode>-<time>/: command line, config "
-                           "file and resolved config, package versions, git commit and diff, "
-                           "stdout and stderr.")
-  parser.add_argument("--overrides_file",
-                      help="YAML mapping of config overrides (same keys as --a/b=v; "
-                           "command-line overrides win).")
-  parser.add_argument("--no_dir_check", action="store_true",
-                      help="Train from scratch even if logdir holds a run (its checkpoints "
-                           "move to earlier_run-<time>/ first); OpenSeq2Seq's flag.")
-  parser.add_argument("--use_xla_jit", action="store_true",
-                      help="Compile the train step with XLA (same as use_xla_jit=True in the "
-                           "config).")
-  parser.add_argument("--num_gpus", type=int, help="Number of local devices (towers).")
-  parser.add_argument("--use_horovod", type=_parse_bool, help="Use Horovod (True/False).")
-  parser.add_argument("--cpu_towers", type=int, default=0,
-                      help="Split the CPU into N logical devices (towers without GPUs).")
-  parser.add_argument("--help_params", action="store_true",
-                      help="List the parameters of the config's model and components.")
-  return parser
-
-
-def _parse_bool(text: str) -> bool:
-  if text.lower() in ("true", "1", "yes"):
-    return True
-  if text.lower() in ("false", "0", "no"):
-    return False
-  raise argparse.ArgumentTypeError(f"expected True or False, got {text!r}")
-
-
-def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-  parser = build_parser()
-  args, rest = parser.parse_known_args(argv)
-  _check_unknown_flags(parser, rest)
-  overrides = list(rest)
-  for key in ("logdir", "num_gpus", "use_horovod"):
-    value = getattr(args, key)
-    if value is not None:
-      overrides.append(f"--{key}={value}")
-  if args.use_xla_jit:
-    overrides.append("--use_xla_jit=True")
-  return args, overrides
-
-
-def _check_unknown_flags(parser: argparse.ArgumentParser, rest: list[str]) -> None:
-  """What argparse left is config overrides (``--key=value``); anything else is a mistyped
-  flag or a stray word, reported with the closest flag."""
-  import difflib
-  from open_seq2seq.utils.params import closest_key
-  actions = parser._actions  # pylint: disable=protected-access
-  flags = [s for action in actions for s in action.option_strings if s.startswith("--")]
-  for arg, value in zip(rest, rest[1:] + ["-"]):
-    if arg.startswith("--") and "=" in arg:
-      continue
-    # "--max_steps 30" is an override without its "=" (unless a typo: "--logidr /tmp/run")
-    typo = difflib.get_close_matches(arg, flags, 1, 0.85)
-    if arg.startswith("--") and value[:1] != "-" and not typo:
-      raise ConfigError(f"{arg} {value}: a config override needs '=': write {arg}={value}")
-    hint = closest_key(arg, flags)
-    raise ConfigError(f"{arg}: unknown argument" + (f"; did you mean {hint}?" if hint else "")
-                      + " (config overrides look like --batch_size_per_gpu=32 or "
-                      "--encoder_params/<key>=<value>)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,7 +61,7 @@ def run(argv: list[str]) -> int:
   from open_seq2seq.run_settings import load_with_the_runs_settings
   # An export is built like interactive inference: the infer settings, no data files read.
   config_mode = "interactive_infer" if args.mode == "export" else args.mode
-  base_model, configs, notices, warnings, args.run_overrides = load_with_the_runs_settings(
+  base_model, configs, notices, changes, args.run_overrides = load_with_the_runs_settings(
       args.config_file, config_mode, overrides, args.overrides_file, args.continue_learning)
   if args.help_params:
     from open_seq2seq.slots import help_params
@@ -157,6 +75,9 @@ def run(argv: list[str]) -> int:
     # Every process checks before the backend starts: joining it waits for all of them, so
     # the chief's writes below cannot make another worker see "already holds a run".
     _check_train_logdir(main_cfg["logdir"], args)
+  allow_changes = main_cfg["allow_model_changes"]
+  if changes is not None and changes.refused() and not allow_changes:
+    raise ConfigError(changes.refusal())
   if args.mode == "export":  # a taken or unwritable --export_dir: before anything else
     from open_seq2seq.serving.export import check_export_dir
     args.export_dir = check_export_dir(args.export_dir)
@@ -166,8 +87,9 @@ def run(argv: list[str]) -> int:
   if backend.is_chief:
     for line in notices:
       print(f"notice: {line}", file=sys.stderr, flush=True)
-    for line in warnings:
-      print(f"warning: {line}", file=sys.stderr, flush=True)
+    if changes is not None and changes.differences:
+      print(f"{'warning' if allow_changes else 'notice'}: {changes.notice()}", file=sys.stderr,
+            flush=True)
   if main_cfg["random_seed"] is not None:
     import keras
     # Each worker gets its own seed (dropout, shuffling of its shard); initial weights are
@@ -181,6 +103,9 @@ def run(argv: list[str]) -> int:
         return _train(args, base_model, configs, backend)
       return _run_trained(args, base_model, configs[config_mode], backend)
   except Exception as e:  # pylint: disable=broad-except
+    from open_seq2seq.training.restoring import ModelMismatch
+    if isinstance(e, ModelMismatch) and changes is not None:  # name the keys that made it
+      raise CheckpointError(changes.mismatch(e)) from None
     error = backend.translate_error(e)  # e.g. a lost worker: one line instead of a traceback
     if error is None:
       raise
@@ -260,7 +185,8 @@ def _run_trained(args: argparse.Namespace, base_model: type[Model], config: dict
     if args.enable_logs:
       _record_run(args, config["logdir"], {args.mode: config})
     reporting.log(precision.describe(config["dtype"]))
-  evaluator = Evaluator(model, backend, eval_batches=config["eval_batches"])
+  evaluator = Evaluator(model, backend, eval_batches=config["eval_batches"],
+                        allow_model_changes=config["allow_model_changes"])
   if args.mode == "export":
     _export(args, evaluator, model, checkpoint, config)
     return 0

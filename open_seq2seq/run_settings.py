@@ -17,14 +17,20 @@ they read the config's data for their mode, or the command line's. ``--continue_
 applies everything else, so the resumed run reads the same data in the same batches.
 
 The resolved config the run trained with (``config.yaml``) is compared with the one this
-command resolves: keys of the model that differ (the config file was edited since, or an
-override changes them) are named in one warning line with both values.
+command resolves. Keys of the model that differ (the config file was edited since, or an
+override changes them) are named with both values (:class:`ModelChanges`): a vocabulary of
+other contents or another dtype of the variables is refused before anything is built; other
+keys apply (one notice line) as long as the checkpoint's weights fit the model they build,
+else the restore's ``ModelMismatch`` becomes one line naming them. ``--allow_model_changes``
+says the change is deliberate: what fits is loaded.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import Any, Mapping
+import re
+from typing import Any, Mapping, NamedTuple
 
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.overrides import Parsed
@@ -32,7 +38,8 @@ from open_seq2seq.utils.io import atomic_write_text
 
 OVERRIDES_FILE = "overrides.yaml"
 #: Keys a later command decides for itself.
-NOT_REMEMBERED = ("logdir", "num_gpus", "gpu_ids", "use_horovod", "allreduce_dtype")
+NOT_REMEMBERED = ("logdir", "num_gpus", "gpu_ids", "use_horovod", "allreduce_dtype",
+                  "allow_model_changes")
 #: Model keys whose values may differ between the run and a later command without changing
 #: the model: how much data it reads at once and its seed.
 _NOT_COMPARED = ("batch_size_per_gpu", "eval_batch_size_per_gpu", "random_seed")
@@ -134,13 +141,23 @@ def _shown(value: Any) -> str:
   return repr(value.value) if isinstance(value, Parsed) else str(value)
 
 
+class Difference(NamedTuple):
+  """A model key whose value differs between the run and this command."""
+  path: str
+  run: Any
+  now: Any
+
+  def __str__(self) -> str:
+    return f"{self.path}: run {self.run!r}, now {self.now!r}"
+
+
 def model_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
-                      model_keys: list[str]) -> list[str]:
-  """``key: run X, now Y`` for each leaf under ``model_keys`` that differs between the run's
-  resolved train config (``saved``, from its config.yaml) and this command's (``current``,
-  as plain YAML data). Data files may differ: of ``data_layer_params`` only the vocabulary
-  keys are compared."""
-  found: list[str] = []
+                      model_keys: list[str]) -> list[Difference]:
+  """Each leaf under ``model_keys`` that differs between the run's resolved train config
+  (``saved``, from its config.yaml) and this command's (``current``, as plain YAML data).
+  Data files may differ: of ``data_layer_params`` only the vocabulary keys are compared, and
+  two vocabulary paths to files of the same contents do not differ."""
+  found: list[Difference] = []
 
   def walk(a: Any, b: Any, path: str) -> None:
     if isinstance(a, Mapping) and isinstance(b, Mapping):
@@ -149,13 +166,62 @@ def model_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
         if path == "data_layer_params" and "vocab" not in str(key):
           continue
         walk(a.get(key), b.get(key), sub)
-    elif a != b:
-      found.append(f"{path}: run {a!r}, now {b!r}")
+    elif a != b and not ("vocab" in path and _same_file(a, b)):
+      found.append(Difference(path, a, b))
 
   for key in model_keys:
     if key not in _NOT_COMPARED and (key in saved or key in current):
       walk(saved.get(key), current.get(key), key)
   return found
+
+
+def _same_file(a: Any, b: Any) -> bool:
+  if not (isinstance(a, str) and isinstance(b, str) and os.path.isfile(a) and
+          os.path.isfile(b)):
+    return False
+  with open(a, "rb") as fa, open(b, "rb") as fb:
+    return fa.read() == fb.read()
+
+
+def _weights_dtype(value: Any) -> str:
+  """The variables' dtype under a config's ``dtype`` as config.yaml shows it."""
+  from open_seq2seq.utils import precision
+  found = re.search(r"mixed\w*|b?float\d+", str(value))
+  try:
+    return precision.variable_dtype(found.group(0) if found else value).name
+  except (TypeError, ValueError):
+    return str(value)
+
+
+@dataclasses.dataclass
+class ModelChanges:
+  """How the model a command builds differs from the one its run was trained with."""
+  logdir: str
+  differences: list[Difference]
+
+  def refused(self) -> list[Difference]:
+    """Changes whose weights would still load but mean something else: a vocabulary of
+    other contents (its rows are other tokens) and another dtype of the variables."""
+    return [d for d in self.differences if "vocab" in d.path or (
+        d.path == "dtype" and _weights_dtype(d.run) != _weights_dtype(d.now))]
+
+  def refusal(self) -> str:
+    return (f"{self.logdir} was trained with another model: " +
+            "; ".join(map(str, self.refused())) +
+            " (its config.yaml); give the run's values, or --allow_model_changes to change "
+            "them deliberately (fine-tuning into a new logdir: load_model)")
+
+  def notice(self) -> str:
+    return (f"model settings that differ from those {self.logdir} was trained with "
+            f"(config.yaml) apply: " + "; ".join(map(str, self.differences)))
+
+  def mismatch(self, error: Exception) -> str:
+    """The restore's ModelMismatch, with the keys that made the model differ."""
+    named = "; ".join(map(str, self.differences))
+    because = f" built with {named}" if named else ""
+    return (f"{error.path}: its weights do not fit the model{because} "
+            f"({'; '.join(error.problems)}); give the settings {self.logdir} was trained with, "
+            f"or --allow_model_changes to load what fits")
 
 
 def saved_train_config(logdir: str) -> dict | None:
@@ -179,8 +245,9 @@ def load_with_the_runs_settings(path: str, mode: str, overrides: list[str],
   run (eval, infer, interactive_infer, export, ``--continue_learning``).
 
   Returns:
-    ``(base_model, configs, notices, warnings, overrides to save)``: the overrides a training
-    run writes into its logdir (the run's own, then this command's).
+    ``(base_model, configs, notices, changes, overrides to save)``: how the model differs
+    from the run's (None: the command uses no run, or the run has no config.yaml), and the
+    overrides a training run writes into its logdir (the run's own, then this command's).
   """
   from open_seq2seq.config import load_config, plain
   from open_seq2seq.overrides import parse_overrides, read_overrides_file
@@ -193,7 +260,7 @@ def load_with_the_runs_settings(path: str, mode: str, overrides: list[str],
   logdir = next(iter(configs.values()))["logdir"]
   recorded = read_overrides(logdir) if uses_a_run else None
   saved = applicable(recorded, resuming=mode in ("train", "train_eval")) if recorded else None
-  warnings: list[str] = []
+  changes = None
   if saved:
     notices = [line for line in (applied_notice(logdir, saved),) if line]
     notices += displaced(saved, given)
@@ -209,15 +276,14 @@ def load_with_the_runs_settings(path: str, mode: str, overrides: list[str],
       except ConfigError:
         current = None
     if run_config is not None and current is not None:
-      changed = model_differences(run_config, plain(current), list(base_model.declared_params()))
-      if changed:
-        warnings.append(f"the model's settings differ from those {logdir} was trained with "
-                        f"(config.yaml): " + "; ".join(changed))
+      changes = ModelChanges(logdir, model_differences(
+          run_config, plain(current), list(base_model.declared_params())))
   # a resumed run saves what it was made with (all of it) and what this command adds
-  return base_model, configs, notices, warnings, \
+  return base_model, configs, notices, changes, \
       ((recorded or []) if continue_learning else []) + given
 
 
-__all__ = ["load_with_the_runs_settings", "applicable", "OVERRIDES_FILE", "NOT_REMEMBERED",
+__all__ = ["load_with_the_runs_settings", "applicable", "ModelChanges", "Difference",
+           "OVERRIDES_FILE", "NOT_REMEMBERED",
            "read_overrides", "write_overrides", "displaced", "applied_notice",
            "model_differences", "saved_train_config"]

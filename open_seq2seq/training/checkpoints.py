@@ -161,15 +161,18 @@ def model_checkpoint_object(layers: dict[str, Any]) -> Any:
   return module
 
 
-def restore_model_weights(model: Any, path: str) -> tuple[int | None, list[str]]:
+def restore_model_weights(model: Any, path: str, allow_changes: bool = False
+                          ) -> tuple[int | None, list[str]]:
   """Loads only the model's weights from ``path`` (eval/infer need no optimizer state).
+
+  ``allow_changes``: see restoring.restore_across_dtypes (else ModelMismatch).
 
   Returns:
     (the checkpoint's step — checkpoints are named ckpt-<global step> — or None, the keys of
     variables cast to this run's dtype).
   """
   root = tf.train.Checkpoint(model=model_checkpoint_object(model.named_layers))
-  cast = restore_across_dtypes(root, path, expect_partial=True)
+  cast = restore_across_dtypes(root, path, expect_partial=True, allow_changes=allow_changes)
   suffix = path.rsplit("-", 1)[-1]
   return (int(suffix) if suffix.isdigit() else None), cast
 
@@ -275,7 +278,8 @@ class CheckpointStore:
       self._resumed = True
       self.manager.adopt(path)
 
-  def restore_latest(self) -> tuple[str | None, list[UnreadableCheckpoint]]:
+  def restore_latest(self, allow_changes: bool = False
+                     ) -> tuple[str | None, list[UnreadableCheckpoint]]:
     """Restores the newest checkpoint that reads; returns it (None: the run has none) and
     the newer ones skipped as unreadable.
 
@@ -286,13 +290,14 @@ class CheckpointStore:
 
     Raises:
       CheckpointError: every checkpoint of the run is unreadable.
+      ModelMismatch: its model variables are not the model's (unless ``allow_changes``).
     """
     self._clean_up()  # e.g. a checkpoint set aside by a save cut short is put back
     skipped: list[UnreadableCheckpoint] = []
     candidates = self.manager.candidates()
     for path in candidates:
       try:
-        restore_across_dtypes(self.checkpoint, path)
+        restore_across_dtypes(self.checkpoint, path, allow_changes=allow_changes)
       except UnreadableCheckpoint as e:
         skipped.append(e)
         self.manager.unreadable.add(path)

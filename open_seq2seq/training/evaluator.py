@@ -22,9 +22,11 @@ from open_seq2seq.models.model import Model
 from open_seq2seq.outputs import InferenceOutput
 from open_seq2seq.output_sink import OutputSink
 from open_seq2seq.training import reporting
-from open_seq2seq.training.checkpoints import (CheckpointStore, named_variables, non_finite,
+from open_seq2seq.training.checkpoints import (CheckpointStore, model_checkpoint_object,
+                                               named_variables, non_finite,
                                                restore_model_weights)
 from open_seq2seq.training.reporting import format_number, log
+from open_seq2seq.training.restoring import model_mismatches
 
 
 #: Batches each process infers per round before it formats them and sends the outputs to
@@ -72,11 +74,15 @@ class Evaluator:
     round_batches: batches per round of inference (:data:`ROUND_BATCHES`).
     eval_batches: eval passes read at most this many batches (shared among the processes),
       for quick runs; a truncated pass never saves a new best. None: whole passes.
+    allow_model_changes: restore checkpoints that do not fit the model (what fits is loaded,
+      and a warning names the rest) instead of raising ``ModelMismatch``.
   """
 
   def __init__(self, model: Model, backend: Backend, store: CheckpointStore | None = None,
-               round_batches: int = ROUND_BATCHES, eval_batches: int | None = None):
+               round_batches: int = ROUND_BATCHES, eval_batches: int | None = None,
+               allow_model_changes: bool = False):
     self.model = model
+    self.allow_model_changes = allow_model_changes
     self.eval_batches = eval_batches
     self.round_batches = round_batches
     self.backend = backend
@@ -99,7 +105,13 @@ class Evaluator:
 
   def restore(self, path: str) -> None:
     """Loads the model weights of checkpoint ``path`` (no optimizer state)."""
-    self.restored_step, cast = restore_model_weights(self.model, path)
+    if self.allow_model_changes and self.is_chief:
+      problems = model_mismatches(
+          tf.train.Checkpoint(model=model_checkpoint_object(self.model.named_layers)), path)
+      if problems:
+        log(f"warning: allow_model_changes: loading what fits of {path} ({'; '.join(problems)})")
+    self.restored_step, cast = restore_model_weights(self.model, path,
+                                                     allow_changes=self.allow_model_changes)
     bad = non_finite(named_variables(self.model.named_layers))
     if bad:
       raise CheckpointError(

@@ -35,6 +35,54 @@ class UnreadableCheckpoint(CheckpointError):
         f"use an earlier one once this one's files ({name}.index, {name}.data-*) are removed")
 
 
+class ModelMismatch(CheckpointError):
+  """A checkpoint whose model variables are not this model's (names or shapes differ): it was
+  written by a model of other sizes, layers or vocabularies."""
+
+  def __init__(self, path: str, problems: list[str]):
+    self.path = path
+    self.problems = problems
+    super().__init__(f"{path}: its weights do not fit this model ({'; '.join(problems)}): it "
+                     f"was written by a different model or config; give the settings it was "
+                     f"trained with, or --allow_model_changes to load what fits")
+
+
+def model_mismatches(root: tf.train.Checkpoint, path: str) -> list[str]:
+  """How the model variables (``model/...``) of ``root`` and of checkpoint ``path`` differ:
+  variables only one of them has and shapes that differ, one phrase each (empty: they fit)."""
+  try:
+    shapes = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+  except _UNREADABLE as e:
+    raise UnreadableCheckpoint(path, e) from None
+  saved = {key for key in shapes if key.startswith("model/") and ".OPTIMIZER_SLOT" not in key}
+  ours = {key: var for key, var in variable_keys(root).items() if key.startswith("model/")}
+  missing, unused = sorted(set(ours) - saved), sorted(saved - set(ours))
+  reshaped = [f"{_shown(key)} {list(shapes[key])} in it, {list(var.shape)} here"
+              for key, var in sorted(ours.items())
+              if key in saved and list(shapes[key]) != list(var.shape)]
+  problems = []
+  if missing:
+    problems.append(f"{len(missing)} of the model's variables are not in it "
+                    f"({_listed(missing)})")
+  if unused:
+    problems.append(f"{len(unused)} of its variables are not in the model ({_listed(unused)})")
+  if reshaped:
+    problems.append(f"{len(reshaped)} have another shape ({'; '.join(reshaped[:2])}"
+                    + (", ..." if len(reshaped) > 2 else "") + ")")
+  return problems
+
+
+def _shown(key: str) -> str:
+  """A variable's name as the model names it, from its checkpoint key."""
+  name = key.removeprefix("model/").removeprefix("weights/")
+  name = name.removesuffix("/.ATTRIBUTES/VARIABLE_VALUE")
+  return name.replace(".S", "/").replace("..", ".")
+
+
+def _listed(keys: list[str]) -> str:
+  return ", ".join(_shown(k) for k in keys[:2]) + (", ..." if len(keys) > 2 else "")
+
+
 def variable_keys(root: tf.train.Checkpoint) -> dict[str, Any]:
   """Maps the checkpoint key of every variable reachable from ``root`` to the variable.
 
@@ -67,7 +115,8 @@ def _is_keras_variable(obj: Any) -> bool:
 
 
 def restore_across_dtypes(root: tf.train.Checkpoint, path: str,
-                          expect_partial: bool = False) -> list[str]:
+                          expect_partial: bool = False, allow_changes: bool = False
+                          ) -> list[str]:
   """Restores ``root`` from ``path`` even if the run that wrote it used another ``dtype``.
 
   "float32" and "mixed" runs store float32 weights and optimizer state, "float16" runs store
@@ -78,18 +127,40 @@ def restore_across_dtypes(root: tf.train.Checkpoint, path: str,
   Args:
     root: the checkpoint object to restore into (its variables already built).
     expect_partial: the checkpoint may hold more than ``root`` (e.g. the optimizer when only
-      weights are wanted); every model variable of ``root`` must still be found.
+      weights are wanted).
+    allow_changes: when the model variables differ (:func:`model_mismatches`), load every
+      variable whose key and shape match and leave the others as they are, instead of
+      raising (a deliberate change of the model: ``--allow_model_changes``).
 
   Returns:
     The keys of the variables that were cast (empty when dtypes matched).
 
   Raises:
-    CheckpointError: when casting and a variable of ``root`` is missing or has another shape.
+    ModelMismatch: the model variables of ``root`` and of the checkpoint differ.
   """
+  problems = model_mismatches(root, path)
+  if problems and not allow_changes:
+    raise ModelMismatch(path, problems)
   try:
+    if problems:
+      return _restore_what_fits(root, path)
     return _restore_across_dtypes(root, path, expect_partial)
   except _UNREADABLE as e:
     raise UnreadableCheckpoint(path, e) from None
+
+
+def _restore_what_fits(root: tf.train.Checkpoint, path: str) -> list[str]:
+  """Every variable of ``root`` found in ``path`` with its shape, cast to its dtype; returns
+  the keys cast."""
+  reader = tf.train.load_checkpoint(path)
+  shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+  cast = []
+  for key, var in sorted(variable_keys(root).items()):
+    if key in shapes and list(shapes[key]) == list(var.shape):
+      if dtypes[key] != tf.as_dtype(var.dtype):
+        cast.append(key)
+      var.assign(tf.cast(reader.get_tensor(key), var.dtype))
+  return cast
 
 
 def _restore_across_dtypes(root: tf.train.Checkpoint, path: str,

@@ -57,6 +57,10 @@ GROUPS: dict[str, dict[str, Param]] = {
                                          "Eval/infer from the best checkpoint by eval metric."),
         "load_model": Param((str, None), None,
                             "Initialise from another run's checkpoint (match by name and shape)."),
+        "allow_model_changes": Param(bool, False,
+                                     "Eval/infer/export/resume a run whose checkpoint does not "
+                                     "fit the model built now (other sizes, vocabularies or "
+                                     "variable dtype): load what fits (--allow_model_changes)."),
     },
     "Evaluation": {
         "eval_steps": Param(_STEPS, None,

@@ -25,6 +25,7 @@ from open_seq2seq.training.checkpoints import (CheckpointStore, load_pretrained,
 from open_seq2seq.training.early_stopping import EarlyStopping
 from open_seq2seq.training.evaluator import Evaluator, to_numpy
 from open_seq2seq.training.reporting import Reporter, StepStats, every, log
+from open_seq2seq.training.restoring import model_mismatches
 from open_seq2seq.training.run_params import run_settings
 from open_seq2seq.training.train_step import TrainStep
 
@@ -78,7 +79,8 @@ class Trainer:
     self.max_steps = self._planned_steps()
     self.step = TrainStep(model, self.params, self.backend, self.max_steps,
                           self.steps_per_epoch, count_units=layer.count_units)
-    self.evaluator = Evaluator(model, self.backend, eval_batches=self.params["eval_batches"])
+    self.evaluator = Evaluator(model, self.backend, eval_batches=self.params["eval_batches"],
+                               allow_model_changes=self.params["allow_model_changes"])
     self.early_stopping = EarlyStopping(self.params["early_stopping"], model.best_metric) \
         if self.params.get("early_stopping") and model.mode == "train" else None
     #: The metrics of the eval after which early stopping ended the loop (None: it did not).
@@ -134,7 +136,12 @@ class Trainer:
     layers that ask for it, on the first batch) and then loads ``load_model``'s weights."""
     store = self.store
     if continue_learning and store.manager.latest_checkpoint:
-      path, skipped = store.restore_latest()
+      allow = self.params["allow_model_changes"]
+      path, skipped = store.restore_latest(allow_changes=allow)
+      problems = model_mismatches(store.checkpoint, path) if allow and path and self.is_chief \
+          else []
+      if problems:
+        log(f"warning: allow_model_changes: loaded what fits of {path} ({'; '.join(problems)})")
       if self.is_chief:
         for unreadable in skipped:
           log(f"warning: skipped unreadable checkpoint {unreadable.path} "

@@ -21,6 +21,7 @@ from open_seq2seq.errors import CheckpointError, ConfigError, DivergenceError
 from open_seq2seq.losses.loss import Loss
 from open_seq2seq.models.model import Model
 from open_seq2seq.training import checkpoints
+from open_seq2seq.training.restoring import ModelMismatch
 from open_seq2seq.training.trainer import MAX_CONSECUTIVE_SKIPS, Trainer
 from open_seq2seq.utils import precision
 from tests.helpers import toy
@@ -345,12 +346,19 @@ def test_load_model_across_dtypes(tmp_path):
 
 
 @pytest.mark.parametrize("dtype", [tf.float16, tf.float32])
-@pytest.mark.parametrize("units,extra,message", [
-    (2, False, r"has shape \[1, 1\], the model \[1, 2\]|does not match this model"),
-    (1, True, "holds no model/.*extra|does not match this model"),
+@pytest.mark.parametrize("trained,units,extra,message", [
+    (False, 2, False, r"1 have another shape \(encoder.*kernel \[1, 1\] in it, \[1, 2\] here"),
+    (False, 1, True, r"1 of the model's variables are not in it \(encoder.*extra"),
+    # fewer variables than the checkpoint (a 2-layer model from a 3-layer run): not partial
+    (True, 1, False, r"1 of its variables are not in the model \(encoder.*extra"),
 ])
-def test_restoring_another_model_is_a_checkpoint_error(tmp_path, dtype, units, extra, message):
-  train_and_save(tf.float32, tmp_path)
+def test_restoring_another_model_is_a_checkpoint_error(tmp_path, dtype, trained, units, extra,
+                                                       message):
+  LinearEncoder.extra = trained
+  try:
+    train_and_save(tf.float32, tmp_path)
+  finally:
+    LinearEncoder.extra = False
   LinearEncoder.units, LinearEncoder.extra = units, extra
   try:
     model = linear_model(dtype)
@@ -358,9 +366,31 @@ def test_restoring_another_model_is_a_checkpoint_error(tmp_path, dtype, units, e
     trainer.build(next(iter(model.data_layer.build_dataset())))
   finally:
     LinearEncoder.units, LinearEncoder.extra = 1, False
-  with pytest.raises(CheckpointError, match=message) as info:
+  with pytest.raises(ModelMismatch, match=message) as info:
     trainer.restore_checkpoint(checkpoints.latest_checkpoint(str(tmp_path)))
-  assert "\n" not in str(info.value)
+  assert "\n" not in str(info.value) and "--allow_model_changes" in str(info.value)
+  # a deliberate change: what fits is loaded, the rest keeps its initial value
+  trainer.evaluator.allow_model_changes = True
+  trainer.restore_checkpoint(checkpoints.latest_checkpoint(str(tmp_path)))
+  if units == 1:
+    assert kernel(model)[0, 0] != 0.0
+
+
+def test_resuming_another_model_is_refused_unless_allowed(tmp_path):
+  trained, _ = train_and_save(tf.float32, tmp_path, steps=2)
+  LinearEncoder.extra = True
+  try:
+    model = linear_model(tf.float32, max_steps=2)
+    trainer = trainer_of(model, str(tmp_path))
+    with pytest.raises(ModelMismatch, match="1 of the model's variables are not in it"):
+      trainer.train(model.data_layer, continue_learning=True)
+    model = linear_model(tf.float32, max_steps=2)
+    trainer = Trainer(model, {**_RUNS[model], "allow_model_changes": True},
+                      logdir=str(tmp_path))
+    trainer.train(model.data_layer, continue_learning=True)  # at max_steps: restores only
+  finally:
+    LinearEncoder.extra = False
+  assert trainer.global_step == 2 and kernel(model)[0, 0] == pytest.approx(trained, rel=1e-3)
 
 
 # ----------------------------------------------------------------------------- the Transformer

@@ -46,7 +46,7 @@ def test_model_differences_compare_model_keys_and_vocabularies_only():
          "data_layer_params": {"source_file": "dev.txt", "src_vocab_file": "v2"},
          "max_steps": 99}
   keys = ["encoder_params", "batch_size_per_gpu", "data_layer_params"]
-  assert run_settings.model_differences(run, now, keys) == [
+  assert [str(d) for d in run_settings.model_differences(run, now, keys)] == [
       "encoder_params/layers: run 3, now 2",
       "data_layer_params/src_vocab_file: run 'v1', now 'v2'"]
   assert run_settings.model_differences(run, run, keys) == []
