@@ -15,8 +15,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from open_seq2seq.cli_args import parse_args
-from open_seq2seq.errors import (CheckpointError, ConfigError, OpenSeq2SeqError, embedded_error,
-                                 out_of_memory, write_failure)
+from open_seq2seq.errors import (CheckpointError, ConfigError, OpenSeq2SeqError, damaged_data,
+                                 embedded_error, out_of_memory, write_failure)
 
 if TYPE_CHECKING:  # imported for annotations only: run.py --help stays fast without them
   from open_seq2seq.distributed.backend import Backend
@@ -40,8 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"error: {e}", file=sys.stderr)
     return EXIT_USER_ERROR
   except Exception as e:  # pylint: disable=broad-except
-    # a project error raised inside the input pipeline, a failed write, or out of memory
-    wrapped = embedded_error(e) or write_failure(e) or out_of_memory(e)
+    # a project error raised inside the input pipeline, a failed write, out of memory, or a
+    # damaged input file
+    wrapped = embedded_error(e) or write_failure(e) or out_of_memory(e) or damaged_data(e)
     if wrapped is None:
       raise
     print(f"error: {wrapped}", file=sys.stderr)

@@ -111,6 +111,26 @@ def out_of_memory(error: BaseException) -> OutOfMemoryError | None:
       f"(data_layer_params/max_length), or use mixed precision (dtype 'mixed')")
 
 
+#: What TensorFlow says when an input file is damaged inside, where no cheap check before
+#: reading looks: a TFRecord whose checksum fails, a JPEG whose header or tables are broken.
+_DAMAGED = ((re.compile(r"corrupted record at \d+"),
+             "a TFRecord file of the data fails its checksum"),
+            (re.compile(r"(?:jpeg::Uncompress failed\. )?Invalid JPEG data[\w ]*"),
+             "an image of the data does not decode"))
+
+
+def damaged_data(error: BaseException) -> DataError | None:
+  """The one-line error for TensorFlow's report of a damaged input file (pointing to
+  ``scripts/check_records.py``, which names each bad record), or None for any other error."""
+  for pattern, what in _DAMAGED:
+    found = pattern.search(str(error))
+    if found:
+      return DataError(f"{what} (TensorFlow: {found.group(0).strip()}); find the damaged "
+                       f"records with python scripts/check_records.py <data_dir>, then "
+                       f"re-create them or leave them out")
+  return None
+
+
 _EMBEDDED = re.compile(r"open_seq2seq\.errors\.(\w+): (.*)")
 
 
