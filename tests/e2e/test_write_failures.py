@@ -122,3 +122,20 @@ def test_unusable_paths_are_refused_before_any_model_is_built(data_dir, tmp_path
   line = _one_error_line(result)
   assert line.startswith(f"error: {expected}"), line
   assert result.stdout == ""  # nothing built: not even the precision line
+
+
+def test_inference_onto_a_full_disk_is_one_line_and_leaves_no_partial_file(data_dir, tmp_path):
+  logdir = str(tmp_path / "run")
+  trained = toy.run_cli(_args(data_dir, logdir, "train", "--max_steps=2"))
+  assert trained.returncode == 0, trained.stderr[-3000:]
+  with _tmpfs(tmp_path / "full", "size=64k") as disk:
+    with open(os.path.join(disk, "filler"), "wb", buffering=0) as filler:  # every page taken
+      with contextlib.suppress(OSError):
+        while True:
+          filler.write(b"\0" * 4096)
+    output = os.path.join(disk, "predictions.txt")
+    result = toy.run_cli([f"--config_file={toy.TOY_CONFIG}", "--mode=infer", f"--logdir={logdir}",
+                          f"--infer_output_file={output}", *toy.split_overrides(data_dir, "test")])
+    line = _one_error_line(result)
+    assert "the disk is full (ENOSPC)" in line and "free space on it or write elsewhere" in line
+    assert os.listdir(disk) == ["filler"]  # no partial predictions, no temporary file
