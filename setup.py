@@ -30,6 +30,7 @@ setup(
         "scipy",  # speech features
         "soundfile",  # speech audio I/O
         "inflect",  # numbers to words in the speech-synthesis text cleaner (MIT licence)
+        "matplotlib>=3.5",  # speech synthesis' alignment figures (Agg; imported when drawing)
     ],
     extras_require={
         # CTC beam search with n-gram LM fusion: pyctcdecode + KenLM. pyctcdecode 0.5.0 (its

@@ -210,9 +210,18 @@ def _infer(args: argparse.Namespace, evaluator: Evaluator, model: Model,
   from open_seq2seq.training import reporting
   sink = OutputSink(args.infer_output_file, directory=logdir, write=backend.is_chief)
   written, metrics = evaluator.infer_to(model.data_layer, sink)
+  per_input: dict[str, list[str]] = {}  # a file per input (audio, figures): a line per folder
   for path, count in written:
+    if count == 1 and path != args.infer_output_file:
+      per_input.setdefault(os.path.dirname(path), []).append(path)
+      continue
     what = "predictions" if path == args.infer_output_file else "records"
     reporting.log(f"wrote {count} {what} to {path}")
+  for folder, paths in per_input.items():
+    kinds = [os.path.splitext(p)[1] or "other" for p in paths]
+    counts = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))
+    reporting.log(f"wrote {len(paths)} files to {folder} ({counts})" if len(paths) > 1 else
+                  f"wrote 1 records to {paths[0]}")
   if backend.is_chief:
     for name, value in metrics.items():
       reporting.log(f"{name} {value:.2f}")
@@ -224,13 +233,14 @@ def _export(args: argparse.Namespace, evaluator: Evaluator, model: Model, checkp
   import tensorflow as tf
   from open_seq2seq.serving import export
   from open_seq2seq.training import reporting
+  from open_seq2seq.utils import precision
   adapter = model.serving_adapter()
   evaluator.ensure_variables(adapter.to_batch(adapter.example_inputs()))
   evaluator.restore(checkpoint)
   metadata = export.save(model, adapter, args.export_dir, {
       "model": type(model).__name__, "config_file": os.path.abspath(args.config_file),
       "checkpoint": os.path.abspath(checkpoint), "step": evaluator.restored_step,
-      "dtype": str(config["dtype"]), "tensorflow": tf.__version__})
+      "dtype": precision.normalize_dtype(config["dtype"]), "tensorflow": tf.__version__})
   signature = metadata["signatures"]["serving_default"]
   reporting.log(f"exported {checkpoint} to {args.export_dir}: serving_default("
                 f"{', '.join(signature['inputs'])}) -> {', '.join(signature['outputs'])}")
@@ -307,12 +317,13 @@ def _interactive_infer(evaluator: Evaluator, model: Model, checkpoint: str,
 
 
 def benchmark_table(result: dict, params: dict) -> str:
+  from open_seq2seq.utils import precision
   peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
   rows = [("steps timed", f"{result['steps_measured']}"),
           ("median time/step (s)", f"{result['median_step_time']:.4f}"),
           (f"median {result['unit']}/s", f"{result['units_per_s']:,.0f}"),
           ("peak memory (MB)", f"{peak_mb:,.0f}"),
-          ("dtype", str(params["dtype"])),
+          ("dtype", precision.normalize_dtype(params["dtype"])),
           ("batch_size_per_gpu", str(params["batch_size_per_gpu"]))]
   width = max(len(r[0]) for r in rows)
   lines = ["| metric | value |", "|---|---|"]

@@ -2,17 +2,30 @@
 """Runs a model exported by ``run.py --mode=export`` on a file of inputs, with TensorFlow
 alone (this script never imports open_seq2seq: it is what a server does with the export).
 
-    python scripts/run_export.py EXPORT_DIR INPUTS [--output FILE] [--batch_size N]
+    python scripts/run_export.py EXPORT_DIR INPUTS [--output FILE] [--output_dir DIR]
+                                 [--batch_size N] [--json]
 
 INPUTS holds one input per line: a sentence for a text input, the path of a WAV file for a
 waveform input, the path of an image file for an image input. Each output line is the
 signature's first output (text, class name) for one input, in input order, or with
 ``--json`` every output of that input as one JSON object; ``--output`` defaults to stdout.
 
+An export whose metadata names audio outputs (``audio_outputs``: a speech synthesizer) writes
+one 16-bit WAV file per input into ``--output_dir`` (``<line>.wav``: the input's line number,
+zero-padded to the widest) and prints one line per file, ``<path> (<seconds> s)``; with
+``--json`` the audio output's value is the WAV's path. ``--json`` without ``--output_dir``
+gives the raw samples instead.
+
 The export's metadata names the Python packages whose ops its graph uses (``tensorflow_text``
 for in-graph SentencePiece); only packages of :data:`KNOWN_OPS_LIBRARIES` are imported, so an
-export cannot make this script import code of its choosing. An error (a missing or broken
-export, an unreadable input) is one ``error:`` line on stderr and exit status 2.
+export cannot make this script import code of its choosing.
+
+Errors: a problem with the whole run (a missing or broken export, a missing inputs file, an
+output that cannot be written) is one ``error:`` line on stderr and exit status 2, checked
+before the slow work where possible. An input that cannot be served (a missing or unreadable
+file it names, another sample rate) is one ``error:`` line naming its line; the other inputs
+are still served, its output line is empty (``--json``: ``{"error": ...}``; audio: no file)
+and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -22,15 +35,22 @@ import importlib
 import json
 import os
 import sys
+import tempfile
 
 METADATA_FILE = os.path.join("assets.extra", "open_seq2seq.json")
 #: Packages an export may ask to import (they register the custom ops its graph uses), and
 #: how to get each one.
 KNOWN_OPS_LIBRARIES = {"tensorflow_text": "pip install tensorflow-text"}
+#: Exit statuses: every input served; some inputs failed (the others served); nothing done.
+EXIT_OK, EXIT_SOME_INPUTS_FAILED, EXIT_ERROR = 0, 1, 2
 
 
 class ExportError(Exception):
   """What the user did wrong, in one line (printed as ``error: ...``, exit status 2)."""
+
+
+class InputError(Exception):
+  """One input cannot be served (one ``error:`` line; the others are still served)."""
 
 
 def first_line(error: BaseException) -> str:
@@ -43,6 +63,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
   parser.add_argument("export_dir", help="directory written by run.py --mode=export")
   parser.add_argument("inputs", help="one input per line (sentence, or WAV path)")
   parser.add_argument("--output", help="output file (default: stdout)")
+  parser.add_argument("--output_dir",
+                      help="directory for the WAV files of an export whose output is audio "
+                           "(one per input; created if missing)")
   parser.add_argument("--batch_size", type=int, default=32, help="inputs per call")
   parser.add_argument("--json", action="store_true",
                       help="one JSON object per input with every output")
@@ -52,6 +75,62 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
   return args
 
 
+# ----------------------------------------------------------------------------- output files
+def unwritable(path: str, directory: bool) -> str | None:
+  """Why a file (``directory``: a directory) could not be written at ``path``, or None.
+  Missing folders are created when writing, so the nearest existing one must be writable."""
+  path = os.path.abspath(path)
+  if os.path.exists(path):
+    if directory != os.path.isdir(path):
+      return "is a regular file, not a directory" if directory else \
+          "is a directory, not a file"
+    where = path if directory else os.path.dirname(path)
+  else:
+    where = os.path.dirname(path)
+    while not os.path.lexists(where):
+      where = os.path.dirname(where)
+    if not os.path.isdir(where):
+      return f"{where} is a regular file, not a directory"
+  try:  # a probe file tells what permission bits do not (read-only filesystems, root)
+    fd, probe = tempfile.mkstemp(prefix=".write-check-", dir=where)
+  except OSError as e:
+    return f"{where} cannot be written ({e.strerror})"
+  os.close(fd)
+  os.remove(probe)
+  return None
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+  """A one-line error for an output path that cannot be written, before any work."""
+  for flag, path, directory in (("--output", args.output, False),
+                                ("--output_dir", args.output_dir, True)):
+    problem = path and unwritable(path, directory)
+    if problem:
+      raise ExportError(f"{flag} {path}: {problem}; choose another {flag}")
+
+
+def write_atomically(path: str, data: bytes, flag: str) -> None:
+  """Writes ``data`` to a temporary file next to ``path`` and renames it into place, so a
+  crash never leaves a half-written file."""
+  directory = os.path.dirname(os.path.abspath(path))
+  tmp = None
+  try:
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
+                               dir=directory)
+    with os.fdopen(fd, "wb") as f:
+      f.write(data)
+    umask = os.umask(0o022)  # mkstemp's 0600 -> what open() would give
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, path)
+  except OSError as e:
+    if tmp is not None and os.path.exists(tmp):
+      os.remove(tmp)
+    raise ExportError(f"{flag}: {path} cannot be written ({e.strerror})") from None
+
+
+# ----------------------------------------------------------------------------- the export
 def read_metadata(export_dir: str) -> dict:
   """The serving signature's description from the export's metadata file."""
   path = os.path.join(export_dir, METADATA_FILE)
@@ -63,6 +142,10 @@ def read_metadata(export_dir: str) -> dict:
     if len(inputs) != 1 or not signature["outputs"]:
       raise ValueError("expected one input and at least one output")
     imports = list(signature.get("required_imports", []))
+    for name, audio in dict(signature.get("audio_outputs", {})).items():
+      if name not in signature["outputs"] or audio["length"] not in signature["outputs"] \
+          or int(audio["sample_rate"]) <= 0:
+        raise ValueError(f"audio output {name!r} is not one of the outputs")
   except FileNotFoundError:
     raise ExportError(f"{path} does not exist: {export_dir} was not written by "
                       f"run.py --mode=export") from None
@@ -75,6 +158,19 @@ def read_metadata(export_dir: str) -> dict:
                       f"known ops library ({', '.join(KNOWN_OPS_LIBRARIES)}); this script "
                       f"imports nothing else")
   return signature
+
+
+def check_audio_flags(signature: dict, args: argparse.Namespace) -> None:
+  """--output_dir is given exactly when the export's outputs are audio (or --json asks for
+  the raw samples)."""
+  audio = signature.get("audio_outputs", {})
+  if audio and not args.output_dir and not args.json:
+    raise ExportError(f"this export's output {next(iter(audio))!r} is audio: give "
+                      f"--output_dir=DIR for its WAV files (one per input), or --json for "
+                      f"the raw samples")
+  if args.output_dir and not audio:
+    raise ExportError(f"--output_dir: this export's outputs are not audio "
+                      f"({', '.join(signature['outputs'])}); leave it out")
 
 
 def import_ops_libraries(signature: dict) -> None:
@@ -97,6 +193,7 @@ def load_serving(tf, export_dir: str):
                       ) from None
 
 
+# ----------------------------------------------------------------------------- inputs
 def read_lines(path: str) -> list[str]:
   try:
     with open(path, encoding="utf-8") as f:
@@ -109,39 +206,49 @@ def read_lines(path: str) -> list[str]:
     raise ExportError(f"inputs file {path} cannot be read ({e.strerror})") from None
 
 
+def input_kind(name: str, spec: dict) -> str:
+  """How the signature's input is read from a line: "image", "text" or "waveform"."""
+  if name == "image":
+    return "image"
+  if spec["dtype"] == "string":
+    return "text"
+  if name == "waveform":
+    return "waveform"
+  raise ExportError(f"this script does not know how to read input {name!r} "
+                    f"({spec['dtype']} {spec['shape']})")
+
+
 def read_file(tf, path: str, what: str, where: str):
   """The bytes of an input file named on line ``where`` of the inputs."""
   try:
     return tf.io.read_file(path)
   except tf.errors.OpError as e:
-    raise ExportError(f"{where}: {what} file {path!r} cannot be read ({first_line(e)})"
-                      ) from None
+    raise InputError(f"{where}: {what} file {path!r} cannot be read ({first_line(e)})"
+                     ) from None
 
 
-def load_inputs(tf, name: str, spec: dict, lines: list[str], signature: dict, first: int,
-                inputs_path: str):
-  """One batch of the signature's input ``name`` from input-file lines ``first``, ...."""
-  where = [f"{inputs_path}:{first + 1 + i}" for i in range(len(lines))]
-  if name == "image":
-    return tf.constant([read_file(tf, path, "image", at).numpy()
-                        for path, at in zip(lines, where)])
-  if spec["dtype"] == "string":
-    return tf.constant(lines)
-  if name == "waveform":
-    waves = []
-    for path, at in zip(lines, where):
-      try:
-        audio, rate = tf.audio.decode_wav(read_file(tf, path, "WAV", at), desired_channels=1)
-      except tf.errors.OpError as e:
-        raise ExportError(f"{at}: {path} is not a readable WAV file ({first_line(e)})"
-                          ) from None
-      if int(rate) != signature["sample_rate"]:
-        raise ExportError(f"{at}: {path} is sampled at {int(rate)} Hz; the model hears "
-                          f"{signature['sample_rate']} Hz (resample it first)")
-      waves.append(audio[:, 0])
-    return tf.ragged.stack(waves).to_tensor(), tf.constant([len(w) for w in waves], tf.int32)
-  raise ExportError(f"this script does not know how to read input {name!r} "
-                    f"({spec['dtype']} {spec['shape']})")
+def load_input(tf, kind: str, line: str, signature: dict, where: str):
+  """One input's value from its line (raises :class:`InputError`)."""
+  if kind == "text":
+    return line
+  if kind == "image":
+    return read_file(tf, line, "image", where).numpy()
+  try:
+    audio, rate = tf.audio.decode_wav(read_file(tf, line, "WAV", where), desired_channels=1)
+  except tf.errors.OpError as e:
+    raise InputError(f"{where}: {line} is not a readable WAV file ({first_line(e)})") from None
+  if int(rate) != signature["sample_rate"]:
+    raise InputError(f"{where}: {line} is sampled at {int(rate)} Hz; the model hears "
+                     f"{signature['sample_rate']} Hz (resample it first)")
+  return audio[:, 0]
+
+
+def feed(tf, name: str, kind: str, values: list) -> dict:
+  """The serving function's arguments for a batch of loaded inputs."""
+  if kind == "waveform":
+    return {name: tf.ragged.stack(values).to_tensor(),
+            "length": tf.constant([len(w) for w in values], tf.int32)}
+  return {name: tf.constant(values)}
 
 
 def plain(value):
@@ -155,47 +262,115 @@ def plain(value):
   return value
 
 
+# ----------------------------------------------------------------------------- serving
 def main(argv: list[str] | None = None) -> int:
   try:
     return serve_inputs(parse_args(sys.argv[1:] if argv is None else argv))
   except ExportError as e:
     print(f"error: {e}", file=sys.stderr)
-    return 2
+    return EXIT_ERROR
+
+
+def report(error: InputError) -> None:
+  print(f"error: {error}", file=sys.stderr, flush=True)
 
 
 def serve_inputs(args: argparse.Namespace) -> int:
+  check_outputs(args)
   signature = read_metadata(args.export_dir)
+  check_audio_flags(signature, args)
   lines = read_lines(args.inputs)  # before the (slow) load: a wrong path fails at once
+  (name, spec), = [(n, s) for n, s in signature["inputs"].items() if n != "length"]
+  kind = input_kind(name, spec)
   import_ops_libraries(signature)
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   serve = load_serving(tf, args.export_dir)
-  (name, spec), = [(n, s) for n, s in signature["inputs"].items() if n != "length"]
-  first_output = next(iter(signature["outputs"]))
-  results = []
+  writer = OutputWriter(tf, signature, args, len(lines))
+  results, failed = [], 0
   for start in range(0, len(lines), args.batch_size):
-    chunk = lines[start:start + args.batch_size]
-    value = load_inputs(tf, name, spec, chunk, signature, start, args.inputs)
-    feed = {name: value[0], "length": value[1]} if isinstance(value, tuple) else {name: value}
-    try:
-      out = {key: value.numpy() for key, value in serve(**feed).items()}
-    except tf.errors.OpError as e:  # e.g. bytes that are no image
-      raise ExportError(f"{args.inputs}:{start + 1}-{start + len(chunk)}: the model cannot "
-                        f"read these inputs ({first_line(e)})") from None
-    for i in range(len(chunk)):
-      if args.json:
-        results.append(json.dumps({key: plain(out[key][i]) for key in signature["outputs"]}))
+    chunk = range(start, min(start + args.batch_size, len(lines)))
+    values, errors = {}, {}  # line index -> loaded input, or why it cannot be loaded
+    for i in chunk:
+      try:
+        values[i] = load_input(tf, kind, lines[i], signature, f"{args.inputs}:{i + 1}")
+      except InputError as e:
+        report(e)
+        errors[i] = e
+    served = serve_batch(tf, serve, name, kind, values, args.inputs)
+    for i in chunk:
+      outcome = served.get(i, errors.get(i))
+      if isinstance(outcome, InputError):
+        failed += 1
+        results.extend(writer.failure(outcome))
       else:
-        results.append(str(plain(out[first_output][i])))
+        results.extend(writer.format(i, outcome))
   text = "".join(r + "\n" for r in results)
   if args.output:
-    try:
-      with open(args.output, "w", encoding="utf-8") as f:
-        f.write(text)
-    except OSError as e:
-      raise ExportError(f"--output {args.output} cannot be written ({e.strerror})") from None
+    write_atomically(args.output, text.encode("utf-8"), "--output")
   else:
     sys.stdout.write(text)
-  return 0
+  return EXIT_SOME_INPUTS_FAILED if failed else EXIT_OK
+
+
+def serve_batch(tf, serve, name: str, kind: str, values: dict, inputs_path: str) -> dict:
+  """``{line index: {output: value}}`` of the loaded inputs, or an :class:`InputError` for
+  an input the model cannot take (a batch that fails is served again one input at a time,
+  so that one bad input does not cost the others)."""
+  if not values:
+    return {}
+  indices = sorted(values)
+  try:
+    out = serve(**feed(tf, name, kind, [values[i] for i in indices]))
+    out = {key: value.numpy() for key, value in out.items()}
+    return {i: {key: value[row] for key, value in out.items()}
+            for row, i in enumerate(indices)}
+  except tf.errors.OpError as e:  # e.g. bytes that are no image
+    if len(indices) > 1:
+      served = {}
+      for i in indices:
+        served.update(serve_batch(tf, serve, name, kind, {i: values[i]}, inputs_path))
+      return served
+    error = InputError(f"{inputs_path}:{indices[0] + 1}: the model cannot read this input "
+                       f"({first_line(e)})")
+    report(error)
+    return {indices[0]: error}
+
+
+class OutputWriter:
+  """Output lines of served inputs, and the WAV files of audio outputs."""
+
+  def __init__(self, tf, signature: dict, args: argparse.Namespace, num_lines: int):
+    self.tf = tf
+    self.outputs = list(signature["outputs"])
+    self.audio = dict(signature.get("audio_outputs", {})) if args.output_dir else {}
+    self.args = args
+    self.width = len(str(max(num_lines, 1)))
+
+  def format(self, index: int, out: dict) -> list[str]:
+    """The output lines of input ``index`` (0-based line number); writes its WAV files."""
+    written = {key: self._write_wav(index, key, out) for key in self.audio}
+    if self.args.json:
+      return [json.dumps({key: written[key][0] if key in written else plain(out[key])
+                          for key in self.outputs})]
+    if written:
+      return [f"{path} ({seconds:.2f} s)" for path, seconds in written.values()]
+    return [str(plain(out[self.outputs[0]]))]
+
+  def failure(self, error: InputError) -> list[str]:
+    """The output lines of an input that was not served (its error is already reported)."""
+    if self.args.json:
+      return [json.dumps({"error": str(error)})]
+    return [] if self.audio else [""]  # lines stay in input order; audio lines name files
+
+  def _write_wav(self, index: int, key: str, out: dict) -> tuple[str, float]:
+    tf, audio = self.tf, self.audio[key]
+    samples = out[key][:int(out[audio["length"]])]
+    suffix = "" if len(self.audio) == 1 else f"_{key}"
+    path = os.path.join(self.args.output_dir, f"{index + 1:0{self.width}d}{suffix}.wav")
+    wav = tf.audio.encode_wav(tf.clip_by_value(tf.constant(samples, tf.float32), -1.0, 1.0)
+                              [:, None], int(audio["sample_rate"]))
+    write_atomically(path, wav.numpy(), "--output_dir")
+    return path, len(samples) / int(audio["sample_rate"])
 
 
 if __name__ == "__main__":

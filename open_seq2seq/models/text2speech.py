@@ -13,8 +13,8 @@ from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
 from open_seq2seq.outputs import (INFER_AUDIO, INTERACTIVE_AUDIO, AudioSample, CsvRows,
                                   ImageSample, InferenceOutput, PngFile, WavFile)
-from open_seq2seq.parts.tacotron.alignment import (alignment_image, band_mass, focus_rate,
-                                                   spectrogram_image)
+from open_seq2seq.parts.tacotron.alignment import (alignment_figure, band_mass, focus_rate,
+                                                   spectrogram_image, symbol_labels)
 from open_seq2seq.utils.params import Param
 
 #: Griffin-Lim iterations for TensorBoard clips (quick) and for written audio.
@@ -31,10 +31,10 @@ class Text2Speech(Model):
   ``free_band_mass`` (free running) and ``stop_accuracy`` (share of utterances whose free-
   running length is within 20 % of the true one); see ``parts/tacotron/alignment.py``. The
   best checkpoint is the lowest eval loss. Infer writes one WAV per input line (Griffin-Lim)
-  and its alignment as a PNG into ``<logdir>/infer_audio/``, and a CSV of what it wrote to
-  ``--infer_output_file``; ``interactive_infer`` writes a WAV per typed sentence into
-  ``<logdir>/interactive_audio/`` (paths relative to the run's directory: the toolkit's
-  output sink resolves them).
+  and its alignment as a labelled figure (PNG) into ``<logdir>/infer_audio/``, and a CSV of
+  what it wrote to ``--infer_output_file``; ``interactive_infer`` writes a WAV per typed
+  sentence into ``<logdir>/interactive_audio/`` (paths relative to the run's directory: the
+  toolkit's output sink resolves them).
 
   During training the loss gets the update counter (guided attention's weight schedule).
   """
@@ -117,15 +117,18 @@ class Text2Speech(Model):
       return []
     frames = int(outputs["final_sequence_lengths"][0])
     symbols = int(outputs["src_lengths"][0])
+    labels = self._labels(batch["source_tensors"][0][0][:symbols])
     spec = outputs["spectrogram"][0]
     mag = outputs["magnitude"][0] if "magnitude" in outputs else None
-    items = [ImageSample("alignment", alignment_image(outputs["alignments"][0],
-                                                      self._steps(frames), symbols)),
+    items = [ImageSample("alignment", self._alignment_figure(
+                 outputs["alignments"][0], self._steps(frames), symbols, labels,
+                 "free-running attention (first sentence of the batch)")),
              ImageSample("spectrogram", spectrogram_image(spec, frames))]
     if "forced_alignments" in outputs and "target_tensors" in batch:
       true = int(batch["target_tensors"][2][0])
-      items.append(ImageSample("teacher_forced_alignment", alignment_image(
-          outputs["forced_alignments"][0], self._steps(true), symbols)))
+      items.append(ImageSample("teacher_forced_alignment", self._alignment_figure(
+          outputs["forced_alignments"][0], self._steps(true), symbols, labels,
+          "teacher-forced attention (first sentence of the batch)")))
     if frames > 1:
       items.append(AudioSample("audio", self._audio(spec, mag, frames, SUMMARY_GL_ITERS),
                                self.features.sample_rate))
@@ -166,6 +169,14 @@ class Text2Speech(Model):
                                    int(outputs["src_lengths"][b]))))
     return results
 
+  def _labels(self, ids) -> list[str]:
+    return symbol_labels(self.data_layer.text.symbols, ids)
+
+  def _alignment_figure(self, alignments: np.ndarray, steps: int, symbols: int,
+                        labels: list[str] | None, title: str) -> np.ndarray:
+    return alignment_figure(alignments, steps, symbols, labels=labels, title=title,
+                            frames_per_step=getattr(self.decoder, "r", 1))
+
   def _synthesis_outputs(self, results: list, directory: str) -> tuple[list, list]:
     layer, rate = self.data_layer, self.features.sample_rate
     files, rows = [], []
@@ -175,8 +186,10 @@ class Text2Speech(Model):
       wav = f"{directory}/{name}.wav"
       png = f"{directory}/{name}_alignment.png"
       audio = self._audio(spec, mag, len(spec), INFER_GL_ITERS)
-      files += [WavFile(audio, rate, wav),
-                PngFile(alignment_image(aligns, len(aligns), symbols), png)]
+      labels = self._labels(layer.symbol_ids(index)) if known else None
+      figure = self._alignment_figure(aligns, len(aligns), symbols, labels,
+                                      f"{name}: free-running attention")
+      files += [WavFile(audio, rate, wav), PngFile(figure, png)]
       rows.append((index, (name, layer.transcripts[index] if known else "", wav,
                            f"{len(audio) / rate:.2f}")))
     return files, rows

@@ -27,7 +27,8 @@ class TextToSpeechServing(ServingAdapter):
     pad_eos: the data layer wraps ids in start/end symbols.
     to_audio: (spectrogram [b, t, f], magnitude or None) -> waveform [b, samples] (TF ops).
     samples_per_frame: the hop length.
-    sample_rate: Hz, recorded in the export's description.
+    sample_rate: Hz, recorded in the export's description (also under ``audio_outputs``,
+      which names ``audio`` as a waveform with its length in ``audio_length``).
   """
 
   inputs = {"text": (tf.TensorSpec([None], tf.string),
@@ -52,7 +53,11 @@ class TextToSpeechServing(ServingAdapter):
     self.sample_rate = sample_rate
 
   def describe(self) -> dict[str, Any]:
-    return dict(super().describe(), sample_rate=self.sample_rate)
+    # audio_outputs: which outputs are waveforms, how long each row is and at what rate, so
+    # that a client (scripts/run_export.py) writes them as audio files, not as numbers
+    return dict(super().describe(), sample_rate=self.sample_rate,
+                audio_outputs={"audio": {"length": "audio_length",
+                                         "sample_rate": self.sample_rate}})
 
   def example_inputs(self) -> dict[str, tf.Tensor]:
     return {"text": tf.constant(["a b"])}

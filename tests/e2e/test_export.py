@@ -101,16 +101,24 @@ def test_speech_synthesis_export_speaks_what_interactive_infer_speaks(tmp_path):
   inputs = tmp_path / "inputs.txt"
   inputs.write_text("".join(s + "\n" for s in sentences))
   # one sentence per call, as interactive_infer reads them: an untrained decoder runs to the
-  # batch's longest input's frame limit
+  # batch's longest input's frame limit; the audio output is a WAV file per input (issue 38)
+  served = tmp_path / "served"
   run_export_script(str(tmp_path / "exported"), str(inputs), str(tmp_path / "out.jsonl"),
-                    "--json", "--batch_size", "1")
+                    "--json", "--batch_size", "1", "--output_dir", str(served))
   rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
   assert len(rows) == 2 and len(wavs) == 1
   assert rows[0]["audio_length"] > 0 and rows[0]["spectrogram_length"] > 0
+  assert [row["audio"] for row in rows] == [str(served / f"{i}.wav") for i in (1, 2)]
+  metadata = json.loads((tmp_path / "exported" / "assets.extra" / "open_seq2seq.json")
+                        .read_text())["signatures"]["serving_default"]
+  for row in rows:
+    audio, rate = soundfile.read(row["audio"], dtype="float32")
+    assert rate == metadata["audio_outputs"]["audio"]["sample_rate"]
+    assert len(audio) == row["audio_length"]
   for row, wav in zip(rows[1:], wavs):
     expected, _ = soundfile.read(wav, dtype="float32")
-    audio = np.asarray(row["audio"][:row["audio_length"]], np.float32)
+    audio, _ = soundfile.read(row["audio"], dtype="float32")
     assert len(audio) == len(expected) > 0
-    # the WAV file holds 16-bit samples, and 60 Griffin-Lim rounds amplify float32 rounding
+    # both files hold 16-bit samples, and 60 Griffin-Lim rounds amplify float32 rounding
     # (graph vs eager): equal within 16 steps of 16 bits (-66 dB); measured ~3 steps
     assert np.max(np.abs(audio - expected)) < 16 / 32768

@@ -79,3 +79,15 @@ def test_out_of_memory_is_one_line_naming_the_shape_and_the_knobs(monkeypatch, c
       "error: out of memory: could not allocate a tensor of shape[1099511627776,4]; lower "
       "batch_size_per_gpu, bound the example length (data_layer_params/max_length), or use "
       "mixed precision (dtype 'mixed')\n")
+
+
+@pytest.mark.parametrize("dtype,shown", [("mixed", "mixed"), ("fp16", "float16")])
+def test_the_benchmark_table_names_dtypes_as_configs_write_them(dtype, shown):
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from open_seq2seq.cli import benchmark_table  # pylint: disable=import-outside-toplevel
+  result = {"steps_measured": 3, "median_step_time": 0.5, "unit": "tokens",
+            "units_per_s": 100.0}
+  for value, name in ((dtype, shown), (tf.float32, "float32")):
+    table = benchmark_table(result, {"dtype": value, "batch_size_per_gpu": 8})
+    assert f"| {name} |" in table.replace("dtype ", "dtype") or f"{name} |" in table
+    assert "<dtype" not in table and "tf." not in table

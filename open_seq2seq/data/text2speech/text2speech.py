@@ -255,6 +255,10 @@ class Text2SpeechDataLayer(DataLayer):
       ids = [self.text.bos_id] + ids + [self.text.eos_id]
     return ids
 
+  def symbol_ids(self, index: int) -> list[int]:
+    """The symbol ids the encoder reads for input ``index`` (e.g. to label a figure)."""
+    return self._text_ids[index]
+
   def get_size_in_samples(self) -> int:
     return len(range(self.worker_id, len(self.names), self.num_workers))
 
