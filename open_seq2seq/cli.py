@@ -224,7 +224,7 @@ def _infer(args: argparse.Namespace, evaluator: Evaluator, model: Model,
                   f"wrote 1 records to {paths[0]}")
   if backend.is_chief:
     for name, value in metrics.items():
-      reporting.log(f"{name} {value:.2f}")
+      reporting.log(f"{name} {reporting.format_number(float(value))}")
 
 
 def _export(args: argparse.Namespace, evaluator: Evaluator, model: Model, checkpoint: str,

@@ -16,6 +16,8 @@ SENTENCES = 6
 class _Evaluator:
   """Writes what a speech synthesizer's infer writes for SENTENCES inputs, in two rounds."""
 
+  metrics: dict = {}
+
   def infer_to(self, layer, sink):  # pylint: disable=unused-argument
     with sink.stream() as stream:
       for start in (0, SENTENCES // 2):
@@ -25,7 +27,7 @@ class _Evaluator:
             PngFile(np.zeros((4, 5, 3)), f"infer_audio/s{i}_alignment.png"))]
                    + [CsvRows([(i, (f"s{i}",)) for i in ids], columns=("name",))],
                    finished=ids)
-    return stream.written, {}
+    return stream.written, self.metrics
 
 
 def test_infer_logs_a_line_per_folder_not_per_file(tmp_path, capsys):
@@ -40,3 +42,12 @@ def test_infer_logs_a_line_per_folder_not_per_file(tmp_path, capsys):
       f"wrote {SENTENCES} predictions to {output}",
       f"wrote {2 * SENTENCES} files to {folder} ({SENTENCES} .wav, {SENTENCES} .png)"]
   assert len(os.listdir(folder)) == 2 * SENTENCES
+
+
+def test_infer_prints_metrics_as_eval_does(tmp_path, capsys):
+  evaluator = _Evaluator()
+  evaluator.metrics = {"WER": 0.123456}
+  cli._infer(argparse.Namespace(infer_output_file=str(tmp_path / "o.csv")),  # pylint: disable=protected-access
+             evaluator, types.SimpleNamespace(data_layer=None),
+             types.SimpleNamespace(is_chief=True), str(tmp_path / "run"))
+  assert "] WER 0.1235" in capsys.readouterr().out  # 4 decimals, as the eval line
