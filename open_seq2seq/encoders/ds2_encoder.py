@@ -33,14 +33,48 @@ def _check_conv_layer(layer: dict, path: str) -> dict:
 RNN_TYPES = ("cudnn_gru", "cudnn_lstm", "gru", "lstm", "rnn_gru", "rnn_lstm", "layernorm_lstm")
 
 
+class RowConvolution(keras.layers.Layer):
+  """DeepSpeech2's row convolution as OpenSeq2Seq built it (``row_conv`` in its encoder).
+
+  One filter per channel over ``width`` frames, padded as TensorFlow's "SAME" pads a stride-1
+  convolution: output frame t sees input frames t - (width - 1) // 2 .. t + width // 2
+  (3 past, the current and 4 future frames for width 8). Then batch norm and ``activation``,
+  as after the conv layers.
+
+  Frames outside ``mask`` are zeroed before the convolution, so an utterance's last frames
+  see zeros whatever the batch's length, and they are left out of batch-norm statistics.
+  """
+
+  def __init__(self, width: int, activation: Any, *, momentum: float, epsilon: float,
+               initializer: Any = "glorot_uniform", **kwargs):
+    super().__init__(**kwargs)
+    self.supports_masking = True  # the RNN's Keras mask passes through (we take it explicitly)
+    self.width, self.activation = width, activation
+    self.conv = keras.layers.DepthwiseConv1D(width, padding="valid", use_bias=False,
+                                             depthwise_initializer=initializer,
+                                             dtype=self.dtype_policy, name="conv")
+    self.norm = keras.layers.BatchNormalization(momentum=momentum, epsilon=epsilon,
+                                                dtype=self.dtype_policy, name="bn")
+
+  def call(self, x: tf.Tensor, mask: tf.Tensor, training: bool | None = None) -> tf.Tensor:
+    """x: [B, T, C]; mask: bool [B, T], True on valid frames. Returns [B, T, C]."""
+    x = x * tf.cast(mask, x.dtype)[:, :, None]
+    x = self.conv(tf.pad(x, [[0, 0], [(self.width - 1) // 2, self.width // 2], [0, 0]]))
+    return self.activation(tf.cast(self.norm(x, training=training, mask=mask), x.dtype))
+
+
 class DeepSpeech2Encoder(Encoder):
   """DeepSpeech 2 (Amodei et al., 2016) with padding masks.
 
   Input features [B, T, F] go through 2-D conv + batch norm + activation layers (time and
   frequency strides), are flattened to [B, T', F' * C], then through ``num_rnn_layers``
   GRU/LSTM layers (bidirectional unless ``rnn_unidirectional``; lengths respected), an
-  optional row convolution (look-ahead for unidirectional models) and a fully connected
-  layer of ``n_hidden`` units. ``cudnn_*`` types map to Keras layers, which pick the cuDNN
+  optional row convolution and a fully connected layer of ``n_hidden`` units.
+
+  The row convolution (:class:`RowConvolution`) is OpenSeq2Seq's: ``row_conv_width`` frames
+  centred as TF's "SAME" padding centres them (3 past and 4 future frames for width 8), then
+  batch norm and ``activation_fn``. A width below 2 leaves the RNN outputs unchanged, as in
+  OpenSeq2Seq. ``cudnn_*`` types map to Keras layers, which pick the cuDNN
   kernel on GPUs by themselves. ``layernorm_lstm`` is TF 1's ``LayerNormBasicLSTMCell``
   (layer norm on each gate and on the cell state, see
   :class:`~open_seq2seq.parts.rnns.weight_drop.WeightDropLayerNormBasicLSTMCell`); as in
@@ -56,8 +90,8 @@ class DeepSpeech2Encoder(Encoder):
       "rnn_type": Param(str, "cudnn_gru", "GRU or LSTM.", choices=RNN_TYPES),
       "rnn_unidirectional": Param(bool, False, "Forward-only recurrent layers."),
       "use_cudnn_rnn": Param(bool, True, "Ignored: Keras picks the fused kernel itself."),
-      "row_conv": Param(bool, False, "Row (look-ahead) convolution after the RNNs."),
-      "row_conv_width": Param(int, 8, "Frames of look-ahead of the row convolution."),
+      "row_conv": Param(bool, False, "Row convolution (+ batch norm, activation) after the RNNs."),
+      "row_conv_width": Param(int, 8, "Row convolution window: (w-1)//2 past, w//2 future frames."),
       "n_hidden": Param(int, 1024, "Units of the final fully connected layer."),
       "dropout_keep_prob": Param(float, 1.0, "Keep probability of dropout."),
       "activation_fn": Param(callable_or_class, tf.nn.relu, "Activation of conv and FC layers."),
@@ -100,9 +134,10 @@ class DeepSpeech2Encoder(Encoder):
         rnn = keras.layers.Bidirectional(rnn, dtype=policy, name=f"birnn{i + 1}")
       self.rnns.append(rnn)
     self.row_conv = None
-    if p["row_conv"]:
-      self.row_conv = keras.layers.DepthwiseConv1D(p["row_conv_width"], padding="valid",
-                                                   use_bias=False, dtype=policy, name="row_conv")
+    if p["row_conv"] and p["row_conv_width"] >= 2:  # OpenSeq2Seq skips narrower ones
+      self.row_conv = RowConvolution(p["row_conv_width"], p["activation_fn"],
+                                     momentum=p["bn_momentum"], epsilon=p["bn_epsilon"],
+                                     initializer=init, dtype=policy, name="row_conv")
     self.fc = keras.layers.Dense(p["n_hidden"], kernel_initializer=init, dtype=policy,
                                  name="fully_connected")
     rate = 1.0 - p["dropout_keep_prob"]
@@ -139,8 +174,7 @@ class DeepSpeech2Encoder(Encoder):
       if not self.layer_norm_rnn:  # its dropout is inside the cell
         x = self._drop(x, training)
     if self.row_conv is not None:
-      x = x * tf.cast(mask, x.dtype)[:, :, None]
-      x = self.row_conv(tf.pad(x, [[0, 0], [0, self.params["row_conv_width"] - 1], [0, 0]]))
+      x = self.row_conv(x, mask, training=training)
     x = self._drop(act(self.fc(x)), training)
     x = x * tf.cast(mask, x.dtype)[:, :, None]
     return {"outputs": x, "src_lengths": lengths}

@@ -17,21 +17,32 @@ def impulse(n=16000):
   return signal
 
 
-def test_speed_perturbation_length_within_ratio():
+# Speed perturbation means OpenSeq2Seq's: N samples are resampled to N * s samples.
+@pytest.mark.parametrize("key", ["speed_perturbation_ratio", "time_stretch_ratio"])
+def test_speed_perturbation_resamples_to_n_times_s(key):
   rng = np.random.default_rng(0)
-  aug = validate_augmentation({"speed_perturbation_ratio": 0.1})
-  lengths = [len(augment_signal(impulse(), aug, rng)) for _ in range(40)]
-  assert min(lengths) >= 16000 / 1.1 - 2 and max(lengths) <= 16000 / 0.9 + 2
-  assert max(lengths) - min(lengths) > 1000  # it does vary
+  aug = validate_augmentation({key: 0.5})
+  lengths = np.array([len(augment_signal(impulse(4000), aug, rng)) for _ in range(200)])
+  assert lengths.max() <= 1.5 * 4000 + 1 and lengths.min() >= 0.5 * 4000  # s in [0.5, 1.5]
+  assert lengths.min() < 0.6 * 4000 and lengths.max() > 1.4 * 4000  # and it reaches both ends
+  assert abs(lengths.mean() / 4000 - 1.0) < 0.05  # s is uniform around 1, not 1 / s
 
 
-def test_speed_list_picks_listed_speeds():
+def test_speed_list_gives_n_times_each_speed():
   rng = np.random.default_rng(0)
   aug = validate_augmentation({"speed_perturbation_ratio": [0.9, 1.0, 1.1]})
   lengths = {len(augment_signal(impulse(), aug, rng)) for _ in range(30)}
-  expected = {round(16000 / s) for s in (0.9, 1.0, 1.1)}
-  assert all(min(abs(l - e) for e in expected) <= 2 for l in lengths)
-  assert len(lengths) == 3
+  assert lengths == {14400, 16000, 17600}
+
+
+def test_small_ratio_perturbs_almost_every_draw():
+  rng = np.random.default_rng(0)
+  aug = validate_augmentation({"speed_perturbation_ratio": 0.05})
+  signal = np.sin(np.arange(1000) * 0.05).astype(np.float32)
+  reference = augment_signal(signal, {}, rng)  # peak normalisation only
+  unchanged = sum(np.array_equal(augment_signal(signal, aug, rng), reference)
+                  for _ in range(1000))
+  assert unchanged < 10  # < 1 % (a speed within 2.5e-4 of 1 is left as 1: 0.5 % expected)
 
 
 def test_time_stretch_ratio_is_an_alias():

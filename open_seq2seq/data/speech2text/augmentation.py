@@ -2,13 +2,17 @@
 
 The ``augmentation`` dict of ``data_layer_params`` takes OpenSeq2Seq's keys::
 
-    {"speed_perturbation_ratio": 0.05,   # speed in [0.95, 1.05], or a list of speeds to pick
+    {"speed_perturbation_ratio": 0.05,   # N samples -> N * s, s in [0.95, 1.05] or from a list
      "noise_level_min": -90,              # white noise at a level drawn in [min, max) dB
      "noise_level_max": -60,              # relative to the peak-normalised signal
      "n_freq_mask": 2, "width_freq_mask": 6,    # SpecAugment: masks of up to width features
      "n_time_mask": 2, "width_time_mask": 6}    # and up to width frames, set to 0 (the mean)
 
-``time_stretch_ratio`` is accepted as OpenSeq2Seq's old name of ``speed_perturbation_ratio``.
+Speed perturbation means what OpenSeq2Seq's ``time_stretch_ratio`` (and later
+``speed_perturbation_ratio``) meant: a clip of N samples is resampled to N * s samples, s drawn
+uniformly in [1 - r, 1 + r] or picked from the list, so it plays 1 / s times as fast (s = 1.1
+is 10 % longer, [0.9, 1.0, 1.1] gives 0.9 N, N and 1.1 N). ``time_stretch_ratio`` is accepted
+as the old name.
 SpecAugment's defaults are OpenSeq2Seq's: no masks (``n_*_mask`` 0), and when masks are asked
 for, widths up to 10 features and 50 frames. The waveform augmentations run in numpy (the
 polyphase resampler); the masks are TF ops with stateless random numbers keyed by the
@@ -22,7 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 import tensorflow as tf
 
-from open_seq2seq.data.speech2text.audio import change_speed, peak_normalize
+from open_seq2seq.data.speech2text.audio import peak_normalize, resample_by
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.utils.params import Param, dict_of, non_negative_int
 
@@ -40,7 +44,8 @@ _speeds.type_name = "ratio in [0, 1) or list of speeds > 0"
 #: Keys of ``data_layer_params/augmentation``.
 AUGMENTATION_PARAMS = {
     "speed_perturbation_ratio": Param((_speeds, None), None,
-                                      "Speed drawn in [1 - r, 1 + r], or picked from a list."),
+                                      "The clip is resampled to N*s samples, s uniform in "
+                                      "[1-r, 1+r] or picked from a list."),
     "time_stretch_ratio": Param((_speeds, None), None,
                                 "OpenSeq2Seq's old name of speed_perturbation_ratio."),
     "noise_level_min": Param((float, None), None,
@@ -91,13 +96,14 @@ def has_signal_augmentation(augmentation: Mapping[str, Any]) -> bool:
 
 def augment_signal(signal: np.ndarray, augmentation: Mapping[str, Any],
                    rng: np.random.Generator) -> np.ndarray:
-  """Speed perturbation then additive white noise on a peak-normalised signal."""
+  """Speed perturbation (N samples become N * s) then additive white noise on a
+  peak-normalised signal."""
   signal = peak_normalize(signal)
   speed = augmentation.get("speed_perturbation_ratio")
   if isinstance(speed, list):
-    signal = change_speed(signal, float(rng.choice(speed)))
+    signal = resample_by(signal, float(rng.choice(speed)))
   elif speed:
-    signal = change_speed(signal, float(rng.uniform(1.0 - speed, 1.0 + speed)))
+    signal = resample_by(signal, float(rng.uniform(1.0 - speed, 1.0 + speed)))
   if augmentation.get("noise_level_min") is not None:
     level_db = rng.uniform(augmentation["noise_level_min"], augmentation["noise_level_max"])
     noise = rng.standard_normal(len(signal), dtype=np.float32) * 10.0 ** (level_db / 20.0)
