@@ -85,6 +85,7 @@ def test_the_using_it_commands_work_as_written_after_the_main_job(main_job):
                             capture_output=True, text=True, timeout=600, env=_env())
     assert result.returncode == 0, (command, result.stderr[-3000:])
     assert "Traceback" not in result.stderr, command
+    assert "not in the source vocabulary" not in result.stderr, command  # the toy's symbols
   assert (work / "runs" / "avg2" / "checkpoint").is_file()  # the averaged checkpoint
   assert (work / "runs" / "toy_reversal" / "curves.png").stat().st_size > 1000
   assert (work / "runs" / "exported" / "saved_model.pb").is_file()  # the export

@@ -285,10 +285,16 @@ def test_token_batching_and_padding_to_eight(corpus):
   assert sorted(seen) == list(range(12))
 
 
-def test_dataset_from_inputs(corpus):
+def test_dataset_from_inputs(corpus, capsys):
   dl = layer(corpus, mode="infer", batch_size=2)
   found = rows(dl.dataset_from_inputs(["a b", "e zz c", "d"]))
   assert found == {0: [4, 5, EOS], 1: [8, UNK, 6, EOS], 2: [7, EOS]}
+  # a typed token the model never saw is named (e.g. digits into the Greek toy vocabulary)
+  assert capsys.readouterr().err.startswith(
+      "warning: 1 of 6 input tokens are not in the source vocabulary ('zz'): they read as "
+      "<UNK>; the vocabulary is ")
+  rows(dl.dataset_from_inputs(["a b"]))
+  assert capsys.readouterr().err == ""
 
 
 def test_infer_needs_no_target_file(corpus):

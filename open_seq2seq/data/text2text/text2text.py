@@ -376,7 +376,16 @@ class ParallelTextDataLayer(DataLayer):
     lines = list(inputs)
     if not lines:
       raise DataError("interactive input is empty; give at least one sentence")
-    source = self._assemble(*self._line_ids(lines, True), source=True)
+    token_ids, counts = self._line_ids(lines, True)
+    if self._src_spm is None and (token_ids == _UNK).any():
+      # typed tokens the model never saw read as <UNK>: its answer then means nothing
+      tokens = [t for line in lines for t in split_tokens(line, self.params["delimiter"])]
+      unknown = list(dict.fromkeys(t for t, i in zip(tokens, token_ids) if i == _UNK))
+      print(f"warning: {int((token_ids == _UNK).sum())} of {len(tokens)} input tokens are not "
+            f"in the source vocabulary ({', '.join(map(repr, unknown[:5]))}"
+            f"{', ...' if len(unknown) > 5 else ''}): they read as <UNK>; the vocabulary is "
+            f"{self.params['src_vocab_file']}", file=sys.stderr, flush=True)
+    source = self._assemble(token_ids, counts, source=True)
     return transforms.inference_pipeline(
         self._examples(source, None), self._batching(int(source.lengths.max())),
         prefetch_buffer_size=self.params["prefetch_buffer_size"])
