@@ -85,6 +85,8 @@ def run(argv: list[str]) -> int:
     _check_output_path(args.export_dir, "--export_dir", directory=True)
   from open_seq2seq.training.run_params import run_settings
   backend = make_backend(run_settings(main_cfg), cpu_towers=args.cpu_towers)
+  from open_seq2seq.utils.quiet_start import consume_onednn_dtype_notice
+  consume_onednn_dtype_notice()  # devices are set up: TensorFlow's informational ERROR line
   if backend.is_chief:
     for line in notices:
       print(f"notice: {line}", file=sys.stderr, flush=True)

@@ -8,6 +8,13 @@ would open every command's output, before the project's own first line. The impo
 the process's stderr (file descriptor 2) sent to a temporary file; afterwards every line that
 is not such an informational start-up line is written to stderr as it came, so a real error
 while TensorFlow loads is still seen.
+
+One more line comes later, at ERROR level although it only informs: the first time a oneDNN
+kernel meets a dtype this CPU's oneDNN build does not take (float16 or int32 on most CPUs,
+AVX-512 ones included), TensorFlow logs once per process "oneDNN supports DT_HALF only on
+platforms with AVX-512. Falling back to the default Eigen-based implementation" and runs
+Eigen's kernel. :func:`consume_onednn_dtype_notice` makes TensorFlow say it once, inside the
+filter, as soon as the devices are set up; every other ERROR line still shows.
 """
 
 from __future__ import annotations
@@ -26,6 +33,9 @@ _PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is called ar
 #: The second line of the CPU-feature notice (an INFO line).
 _CONTINUATION = re.compile(r"^To enable the following instructions: .* rebuild TensorFlow ")
 _LEVELS = {"I": 0, "W": 1, "E": 2, "F": 3}
+#: ERROR-level lines that only inform (TensorFlow falls back to another kernel and goes on).
+_INFORMATIONAL_ERRORS = re.compile(r"oneDNN supports DT_\w+ only on platforms with AVX-512\. "
+                                   r"Falling back to the default Eigen-based implementation")
 
 
 def start_up_noise(min_log_level: int) -> Callable[[str], bool]:
@@ -37,6 +47,8 @@ def start_up_noise(min_log_level: int) -> Callable[[str], bool]:
     if line == _PREAMBLE or _CONTINUATION.match(line):
       return True
     match = _ABSL_LINE.match(line)
+    if match and min_log_level >= 2 and _INFORMATIONAL_ERRORS.search(line):
+      return True  # an INFO in substance: dropped wherever INFO and WARNING lines are
     return bool(match) and _LEVELS[match.group("severity")] < min_log_level
   return is_noise
 
@@ -67,12 +79,29 @@ def import_tensorflow_quietly() -> None:
   """Imports TensorFlow (once per process) without its informational start-up lines."""
   if "tensorflow" in sys.modules:
     return
-  try:
-    level = int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0"))
-  except ValueError:
-    level = 0
-  with filtered_native_stderr(start_up_noise(level)):
+  with filtered_native_stderr(start_up_noise(_log_level())):
     import tensorflow  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
 
 
-__all__ = ["start_up_noise", "filtered_native_stderr", "import_tensorflow_quietly"]
+def _log_level() -> int:
+  try:
+    return int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0"))
+  except ValueError:
+    return 0
+
+
+def consume_onednn_dtype_notice() -> None:
+  """Runs one float16 matmul on the CPU inside the filter, so that TensorFlow's once-per-
+  process oneDNN dtype notice (an ERROR line that only informs) is said here and dropped.
+
+  Call it after the devices are configured (running an op initialises TensorFlow's runtime,
+  after which logical devices can no longer be set up).
+  """
+  with filtered_native_stderr(start_up_noise(_log_level())):
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    with tf.device("/CPU:0"):
+      tf.matmul(tf.ones([1, 1], tf.float16), tf.ones([1, 1], tf.float16))
+
+
+__all__ = ["start_up_noise", "filtered_native_stderr", "import_tensorflow_quietly",
+           "consume_onednn_dtype_notice"]

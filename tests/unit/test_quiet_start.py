@@ -13,8 +13,10 @@ FEATURES = ("I0000 00:00:1795718930.754334   16310 cpu_feature_guard.cc:227] Thi
 FEATURES_2 = ("To enable the following instructions: AVX2 AVX512F FMA, in other operations, "
               "rebuild TensorFlow with the appropriate compiler flags.")
 WARNING = "W1126 18:51:22.032747   19310 util.cc:40] something to look at"
-ERROR = ("E0000 00:00:1795719083.032747   19310 util.cc:131] oneDNN supports DT_INT32 only on "
-         "platforms with AVX-512.")
+ONEDNN_DTYPE = ("E0000 00:00:1795719083.032747   19310 util.cc:131] oneDNN supports DT_INT32 "
+                "only on platforms with AVX-512. Falling back to the default Eigen-based "
+                "implementation if present.")
+ERROR = "E0000 00:00:1795719083.032747   19310 util.cc:131] something went wrong"
 
 
 def test_informational_start_up_lines_are_noise_at_the_default_level():
@@ -23,6 +25,29 @@ def test_informational_start_up_lines_are_noise_at_the_default_level():
   assert not noise(ERROR)
   assert not noise("Traceback (most recent call last):")
   assert not noise("error: something the user must see")
+
+
+def test_the_onednn_dtype_notice_is_informational_despite_its_level():
+  assert start_up_noise(2)(ONEDNN_DTYPE) and not start_up_noise(1)(ONEDNN_DTYPE)
+
+
+def test_a_run_shows_no_onednn_dtype_notice_and_still_shows_real_errors():
+  """In a fresh process (TensorFlow says the notice once per process): after the notice is
+  consumed, float16 and int32 kernels run without it; a real error line still gets out."""
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import sys  # pylint: disable=import-outside-toplevel
+  program = (
+      "import os; os.environ['TF_CPP_MIN_LOG_LEVEL'] = '2'\n"
+      "from open_seq2seq.utils import quiet_start as q\n"
+      "q.import_tensorflow_quietly(); q.consume_onednn_dtype_notice()\n"
+      "import tensorflow as tf\n"
+      "tf.matmul(tf.ones([2, 2], tf.float16), tf.ones([2, 2], tf.float16))\n"
+      "tf.function(lambda x: tf.einsum('ij,jk->ik', x, x))(tf.ones([2, 2], tf.int32))\n"
+      "os.write(2, b'a real problem\\n')\n")
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=root), check=True)
+  assert result.stderr.splitlines() == ["a real problem"], result.stderr
 
 
 def test_the_users_log_level_decides():
