@@ -54,8 +54,8 @@ def model_mismatches(root: tf.train.Checkpoint, path: str) -> list[str]:
     shapes = tf.train.load_checkpoint(path).get_variable_to_shape_map()
   except _UNREADABLE as e:
     raise UnreadableCheckpoint(path, e) from None
-  saved = {key for key in shapes if key.startswith("model/") and ".OPTIMIZER_SLOT" not in key}
-  ours = {key: var for key, var in variable_keys(root).items() if key.startswith("model/")}
+  saved = {key for key in shapes if _is_weight(key)}
+  ours = {key: var for key, var in variable_keys(root).items() if _is_weight(key)}
   missing, unused = sorted(set(ours) - saved), sorted(saved - set(ours))
   reshaped = [f"{_shown(key)} {list(shapes[key])} in it, {list(var.shape)} here"
               for key, var in sorted(ours.items())
@@ -70,6 +70,14 @@ def model_mismatches(root: tf.train.Checkpoint, path: str) -> list[str]:
     problems.append(f"{len(reshaped)} have another shape ({'; '.join(reshaped[:2])}"
                     + (", ..." if len(reshaped) > 2 else "") + ")")
   return problems
+
+
+def _is_weight(key: str) -> bool:
+  """A model variable that a model of the same settings has in every mode: not an optimizer
+  slot, nor the state of a random-number generator (Keras makes those for layers that draw
+  at run time, e.g. a decoder's sampling only while training)."""
+  return (key.startswith("model/") and ".OPTIMIZER_SLOT" not in key
+          and not _shown(key).endswith("seed_state"))
 
 
 def _shown(key: str) -> str:
