@@ -2,6 +2,7 @@
 
 from open_seq2seq.encoders.centaur_encoder import CentaurEncoder
 from open_seq2seq.encoders.cnn_encoder import CNNEncoder
+from open_seq2seq.encoders.conformer_encoder import ConformerEncoder
 from open_seq2seq.encoders.convs2s_encoder import ConvS2SEncoder
 from open_seq2seq.encoders.ds2_encoder import DeepSpeech2Encoder
 from open_seq2seq.encoders.encoder import Encoder
@@ -20,4 +21,4 @@ __all__ = ["Encoder", "TransformerEncoder", "DeepSpeech2Encoder", "TDNNEncoder",
            "CNNEncoder", "LMEncoder", "UnidirectionalRNNEncoderWithEmbedding",
            "BidirectionalRNNEncoderWithEmbedding", "GNMTLikeEncoderWithEmbedding", "ConvS2SEncoder",
            "Tacotron2Encoder", "WavenetEncoder", "CentaurEncoder",
-           "ListenAttendSpellEncoder"]
+           "ListenAttendSpellEncoder", "ConformerEncoder"]
