@@ -19,7 +19,8 @@ setup(
     packages=find_packages(include=["open_seq2seq", "open_seq2seq.*"]),
     include_package_data=True,
     package_data={"open_seq2seq": ["test_utils/toy_speech_data/vocab.txt",
-                                    "test_utils/vocab_tts.txt"]},
+                                    "test_utils/vocab_tts.txt",
+                                    "params_index.json"]},  # read by config_static.py
     install_requires=[
         TENSORFLOW,
         "numpy",

@@ -56,6 +56,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(argv: list[str]) -> int:
   args, overrides = parse_args(argv)
+  # Without TensorFlow first: --help_params and config mistakes answer from the parameter
+  # index when that is certain (the same text, the same ConfigError); else None.
+  from open_seq2seq.config_static import static_answer
+  help_text = static_answer(args, overrides)
+  if help_text is not None:
+    print(help_text)
+    return 0
   # after argparse: --help stays fast; before the config file, which imports TensorFlow
   from open_seq2seq.utils.quiet_start import import_tensorflow_quietly
   import_tensorflow_quietly()

@@ -14,3 +14,6 @@ if __name__ == "__main__":
   path = os.path.join(ROOT, "docs", "config_reference.md")
   atomic_write_text(path, config_reference())
   print(f"wrote {path}")
+  # the declarations' other output: the index run.py reads before TensorFlow (config_static.py)
+  from gen_params_index import write_index  # scripts/ is on sys.path: this script runs there
+  write_index()
