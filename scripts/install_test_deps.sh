@@ -25,6 +25,10 @@ pip install -q --no-deps pyctcdecode==0.5.0
 # tensorflow-cpu already provides the libraries of, so it goes in without its pins too.
 TF_MINOR=$(python -c "import tensorflow as tf; print('.'.join(tf.__version__.split('.')[:2]))" 2>/dev/null)
 pip install -q --no-deps "tensorflow-text==${TF_MINOR}.*"
+# Independent reference of the RNN-T loss tests (tests/unit/test_rnnt_loss.py): PaddlePaddle's
+# CPU wheel, warp-transducer inside (195 MB, no CUDA); without its pins (opt_einsum==3.3.0 would
+# downgrade TensorFlow's), its other imports (httpx, safetensors) installed first.
+pip install -q httpx safetensors && pip install -q --no-deps paddlepaddle==3.3.1
 bash "$ROOT/scripts/get_fashion_mnist.sh"  # real images for the image-classification learning test
 bash "$ROOT/scripts/get_lm_data.sh"  # English novels + sentiment tweets for the LM family's tests
 bash "$ROOT/scripts/get_bible_en_es.sh"  # English-Spanish Bible for the translation recipe's test
