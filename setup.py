@@ -34,14 +34,12 @@ setup(
         "matplotlib>=3.5",  # speech synthesis' alignment figures (Agg; imported when drawing)
     ],
     extras_require={
-        # CTC beam search with n-gram LM fusion: pyctcdecode + KenLM. pyctcdecode 0.5.0 (its
-        # last release) pins numpy<2, which TensorFlow 2.21 cannot share, yet runs on numpy 2:
-        # it cannot be listed here; install it with pip install --no-deps pyctcdecode==0.5.0
-        "lm": ["kenlm", "pygtrie"],
+        # CTC beam search with n-gram LM fusion: our prefix beam search scores words with KenLM
+        "lm": ["kenlm"],
         "plots": ["matplotlib"],  # scripts/plot_run.py: training curves as a PNG
         "psf": ["python_speech_features"],  # speech data_layer_params/backend: "psf" (MIT)
-        # kenlm builds from source (~2 min); the LM-decoding tests also need pyctcdecode (above)
-        "test": ["pytest", "pytest-xdist", "librosa==0.11.*", "jiwer", "kenlm", "pygtrie", "rdata>=1.1",
+        # kenlm builds from source (~2 min)
+        "test": ["pytest", "pytest-xdist", "librosa==0.11.*", "jiwer", "kenlm", "rdata>=1.1",
                  "matplotlib", "python_speech_features"],
     },
     entry_points={"console_scripts": ["open-seq2seq=open_seq2seq.process_defaults:main"]},

@@ -33,8 +33,8 @@ from open_seq2seq.utils.io import atomic_open, atomic_write_text
 
 #: Distributions whose versions are recorded (those installed; missing ones are skipped).
 DISTRIBUTIONS = ("open_seq2seq", "tensorflow", "tensorflow-cpu", "keras", "numpy", "horovod",
-                 "mpi4py", "sentencepiece", "sacrebleu", "soundfile", "librosa", "pyctcdecode",
-                 "kenlm", "pyyaml")
+                 "mpi4py", "sentencepiece", "sacrebleu", "soundfile", "librosa", "kenlm",
+                 "pyyaml")
 
 _GIT_TIMEOUT = 20
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
-"""Utterances/s of CTC beam search with a 3-gram LM: the former pure-Python decoder vs
-pyctcdecode + KenLM (one process, and one worker per core).
+"""Utterances/s of CTC beam search with a 3-gram LM: the former pure-Python decoder vs the
+toolkit's numpy prefix beam search + KenLM (one process, and one worker per core).
 
     python scripts/bench_ctc_decoding.py [--beam_width 128] [--utterances 16]
 
@@ -10,7 +10,7 @@ between characters, noisy, with a plausible rival character in 15 % of the frame
 a 3-gram (scripts/build_lm.py's estimator) of ``--lm_text`` (default: the Austen novels of
 scripts/get_lm_data.sh when present, else random digit sentences like the synthetic speech
 corpus). The baseline, kept here only for this comparison, is the prefix beam search that
-decoded with an LM before pyctcdecode: a Python loop over utterances in one process.
+decoded with an LM first (a Python loop over utterances and symbols, in one process).
 """
 
 from __future__ import annotations
@@ -127,9 +127,9 @@ def cpu_name() -> str:
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
   parser.add_argument("--beam_width", type=int, default=128)
-  parser.add_argument("--utterances", type=int, default=64, help="for pyctcdecode")
+  parser.add_argument("--utterances", type=int, default=64, help="for the prefix beam search")
   parser.add_argument("--legacy_utterances", type=int, default=6,
-                      help="for the slow decoders (the baseline, pyctcdecode unpruned); the "
+                      help="for the slow decoders (the baseline, ours with its pruning); the "
                       "WER column is over these")
   parser.add_argument("--lm_text", help="text for the 3-gram (default: see above)")
   parser.add_argument("--lm_sentences", type=int, default=20000)
@@ -177,9 +177,10 @@ def main(argv: list[str] | None = None) -> int:
       texts.append(legacy.decode(shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))))
     rows.append(("former pure-Python prefix beam (skips symbols below -12)", 1, len(subset),
                  len(subset) / (time.monotonic() - start), wer(texts)))
-    runs = [("pyctcdecode + KenLM, as configured by default", 1, logits, {}),
-            ("pyctcdecode + KenLM, as configured by default", available_cores(), logits, {}),
-            ("pyctcdecode + KenLM, pruning like the former", 1, subset,
+    runs = [("prefix beam search + KenLM, as configured by default", 1, logits, {}),
+            ("prefix beam search + KenLM, as configured by default", available_cores(), logits,
+             {}),
+            ("prefix beam search + KenLM, pruning like the former", 1, subset,
              {"token_min_logp": -12.0, "beam_prune_logp": -1000.0})]
     for name, workers, batch, options in runs:
       with CTCBeamSearchDecoder(dict(enumerate(ALPHABET)), args.beam_width, lm_path,

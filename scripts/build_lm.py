@@ -11,7 +11,7 @@ has no capitals, characters outside the alphabet dropped, whitespace collapsed. 
 interpolated modified Kneser-Ney, estimated in Python
 (:func:`open_seq2seq.utils.ngram_lm.write_arpa`): KenLM's own ``lmplz`` is in no
 registry package (the ``kenlm`` wheel holds only the Python module; Debian has no KenLM),
-and the ARPA file loads in KenLM, pyctcdecode and OpenSeq2Seq's decoders as it is. It suits
+and the ARPA file loads in KenLM, this project's decoder and OpenSeq2Seq's as it is. It suits
 corpora of up to a few million words (a 3-gram of the 950k words of
 scripts/get_lm_data.sh's Austen novels: 12 s).
 

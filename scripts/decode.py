@@ -198,8 +198,9 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--beta", default="1.0", help="word insertion bonuses (default 1.0)")
   parser.add_argument("--beam_width", default="128", help="beam widths (default 128)")
   parser.add_argument("--unk_score_offset", type=float, default=-10.0)
-  parser.add_argument("--beam_prune_logp", type=float, default=-10.0)
-  parser.add_argument("--token_min_logp", type=float, default=-5.0)
+  # None, as the model's decoder (decoder_params): no pruning inside the beam width
+  parser.add_argument("--beam_prune_logp", type=float, default=None)
+  parser.add_argument("--token_min_logp", type=float, default=None)
   parser.add_argument("--num_workers", type=int, default=None,
                       help="decoding processes (default: one per core)")
   parser.add_argument("--dump_all_beams_to", help="CSV of the best point's n-best lists")

@@ -16,10 +16,6 @@ if ! dpkg -s $APT_PACKAGES >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $APT_PACKAGES >/dev/null
 fi
 pip install -q -e "$ROOT[test]"
-# CTC + n-gram LM decoding: pyctcdecode 0.5.0 (its last release) pins numpy<2, which
-# TensorFlow 2.21 cannot use; it runs on numpy 2 (tested), so it goes in without its pins
-# (pygtrie and kenlm come from the test extra).
-pip install -q --no-deps pyctcdecode==0.5.0
 # In-graph SentencePiece for exported translation models (--mode=export): tensorflow-text
 # must match TensorFlow's minor version and requires the full tensorflow wheel, which
 # tensorflow-cpu already provides the libraries of, so it goes in without its pins too.

@@ -54,7 +54,7 @@ class FullyConnectedCTCDecoder(Decoder):
   Returns ``logits`` [B, T, V] (float32, in every mode: the CTC loss and LM decoding need
   them), ``src_lengths`` (logit lengths), ``outputs`` (decoded ids padded with -1) and
   ``final_sequence_lengths``. Greedy decoding by default; ``use_beam_search`` runs
-  TensorFlow's CTC beam search; ``use_language_model`` decodes the logits with pyctcdecode's
+  TensorFlow's CTC beam search; ``use_language_model`` decodes the logits with a CTC prefix
   beam search fused with a KenLM n-gram model, in worker processes on each process's own
   share of the data (:meth:`decode_with_lm`, called by the Speech2Text model's eval/infer
   hooks; see :mod:`open_seq2seq.decoders.ctc_beam_search`).
@@ -76,10 +76,10 @@ class FullyConnectedCTCDecoder(Decoder):
       "beta": Param(float, 1.0, "Word insertion bonus."),
       "unk_score_offset": Param(float, -10.0, "LM decoding: score (natural log) of a word, or "
                                 "partial word, outside the LM's vocabulary."),
-      "beam_prune_logp": Param(float, -10.0, "LM decoding: beams this far (natural log) below "
-                               "the best are dropped."),
-      "token_min_logp": Param(float, -5.0, "LM decoding: symbols below this log-probability in a "
-                              "frame are not tried (unless the frame's best)."),
+      "beam_prune_logp": Param((float, None), None, "LM decoding: also drop beams this far "
+                               "(natural log) below the best (None: keep beam_width)."),
+      "token_min_logp": Param((float, None), None, "LM decoding: skip symbols below this "
+                              "log-probability in a frame, but its best (None: skip none)."),
       "hotwords": Param((_str_list, None), None, "LM decoding: words to favour."),
       "hotword_weight": Param(float, 10.0, "LM decoding: score (natural log) per hotword."),
       "num_decoding_workers": Param((non_negative_int, None), None,

@@ -85,8 +85,10 @@ def test_grid_table_best_pair_and_beams(dataset, capsys):
   with open(dump, encoding="utf-8", newline="") as f:
     beams = list(csv.DictReader(f))
   first = [b for b in beams if b["wav_filename"] == "a.wav"]
-  assert [b["rank"] for b in first] == ["1", "2"]  # only the "i"/"e" frame is uncertain
-  assert [b["transcript"] for b in first] == ["six one", "sex one"]
+  # the "i"/"e" frame is the uncertain one: its two readings lead (nothing is pruned inside
+  # the beam, so less likely readings follow, up to --top_n)
+  assert [b["rank"] for b in first] == [str(i) for i in range(1, len(first) + 1)]
+  assert 2 <= len(first) <= 3 and [b["transcript"] for b in first][:2] == ["six one", "sex one"]
   scores = [float(b["score"]) for b in first]
   assert scores == sorted(scores, reverse=True)
   assert {b["wav_filename"] for b in beams} == {"a.wav", "dir/b.wav", "c.wav"}
