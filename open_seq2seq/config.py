@@ -6,6 +6,9 @@ of the run's mode is deep-merged over ``base_params``; command-line overrides ar
 *after* that merge (so they always win), and the result is validated against the declarations
 of the model and of every part the config chooses (the slot table of
 :mod:`open_seq2seq.slots`) before anything is built.
+
+Nothing here imports TensorFlow: :mod:`open_seq2seq.config_static` runs these very checks,
+on declarations read from the parameter index, before TensorFlow is imported.
 """
 
 from __future__ import annotations
@@ -15,17 +18,19 @@ import importlib.util
 import inspect
 import os
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any, Container, Mapping
 
 from open_seq2seq import slots
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.overrides import (MODE_PREFIXES, Parsed, apply_mode_overrides,
                                     apply_overrides, by_mode, parse_overrides,
                                     read_overrides_file, replace_duration)
-from open_seq2seq.training.run_params import PERIOD_KEYS, check_run_settings
+from open_seq2seq.training.run_rules import PERIOD_KEYS, check_run_settings
 from open_seq2seq.utils.params import validate_params
 
 MODES = ("train", "eval", "train_eval", "infer", "interactive_infer")
+#: The name a config file runs under.
+CONFIG_MODULE_NAME = "open_seq2seq_user_config"
 _MODE_DICTS = {
     "train": ("train_params",),
     "eval": ("eval_params",),
@@ -35,18 +40,36 @@ _MODE_DICTS = {
 }
 
 
-def load_config_module(path: str) -> ModuleType:
-  """Imports a config file as a module; user mistakes become :class:`ConfigError`."""
+def check_config_file(path: str) -> None:
+  """Raises ConfigError unless ``path`` is a readable file."""
   if not os.path.isfile(path):
     raise ConfigError(f"--config_file: {path} does not exist or is not a file")
   if not os.access(path, os.R_OK):
     raise ConfigError(f"--config_file: {path} is not readable")
-  spec = importlib.util.spec_from_file_location("open_seq2seq_user_config", path)
+
+
+def syntax_error(path: str, error: SyntaxError) -> ConfigError:
+  """The error for a config file Python cannot compile."""
+  return ConfigError(f"{path}:{error.lineno}: syntax error in config: {error.msg}")
+
+
+def check_config_variables(path: str, variables: Container[str]) -> None:
+  """Raises ConfigError unless a config file's ``variables`` name the two it must define."""
+  if "base_model" not in variables:
+    raise ConfigError(f"{path}: config defines no base_model (e.g. base_model = Text2Text)")
+  if "base_params" not in variables:
+    raise ConfigError(f"{path}: config defines no base_params dict")
+
+
+def load_config_module(path: str) -> ModuleType:
+  """Imports a config file as a module; user mistakes become :class:`ConfigError`."""
+  check_config_file(path)
+  spec = importlib.util.spec_from_file_location(CONFIG_MODULE_NAME, path)
   module = importlib.util.module_from_spec(spec)
   try:
     spec.loader.exec_module(module)
   except SyntaxError as e:
-    raise ConfigError(f"{path}:{e.lineno}: syntax error in config: {e.msg}") from None
+    raise syntax_error(path, e) from None
   except Exception as e:  # the user's module failed to run: show where
     tb = e.__traceback__
     line = None
@@ -57,10 +80,7 @@ def load_config_module(path: str) -> ModuleType:
       tb = tb.tb_next
     where = f"{path}:{line}" if line else path
     raise ConfigError(f"{where}: config failed to load: {type(e).__name__}: {e}") from None
-  if not hasattr(module, "base_model"):
-    raise ConfigError(f"{path}: config defines no base_model (e.g. base_model = Text2Text)")
-  if not hasattr(module, "base_params"):
-    raise ConfigError(f"{path}: config defines no base_params dict")
+  check_config_variables(path, vars(module))
   return module
 
 
@@ -75,34 +95,43 @@ def deep_merge(base: Mapping, update: Mapping) -> dict:
   return result
 
 
-def mode_config(module: ModuleType, mode: str) -> dict:
-  """``base_params`` with the dict of ``mode`` merged over it (unvalidated)."""
+def mode_config(module: ModuleType | Mapping[str, Any], mode: str) -> dict:
+  """``base_params`` with the dict of ``mode`` merged over it (unvalidated).
+
+  Args:
+    module: the config module, or its variables (as ``config_static`` reads them).
+  """
+  variables = module if isinstance(module, Mapping) else vars(module)
   if mode not in _MODE_DICTS:
     raise ConfigError(f"--mode: {mode!r} is not one of {', '.join(MODES)}")
-  config = copy.deepcopy(module.base_params)
+  config = copy.deepcopy(variables["base_params"])
   for name in _MODE_DICTS[mode]:
-    if hasattr(module, name):
-      config = deep_merge(config, getattr(module, name))
+    if name in variables:
+      config = deep_merge(config, variables[name])
       break
   return config
 
 
-def resolve_config(base_model: type, config: Mapping, mode: str) -> dict:
+def resolve_config(base_model: type, config: Mapping, mode: str,
+                   schema: slots.Schema = slots.CODE) -> dict:
   """Validates a merged config and returns it with every default filled in.
 
   The model class checks the top-level keys; the slot table (:mod:`open_seq2seq.slots`)
   checks the params of every part the config chooses, nested lists of dicts included.
+  ``schema`` says where the declarations come from (the parameter index's, before
+  TensorFlow is imported: ``config_static``).
 
   Raises:
     ConfigError: naming the full key path of the first problem found.
   """
-  params = slots.validate_slots(validate_top_level(base_model, config))
+  params = slots.validate_slots(validate_top_level(base_model, config, schema), schema)
   _check_model_settings(params, mode)
   check_run_settings(params, mode)
   return params
 
 
-def validate_top_level(base_model: type, config: Mapping | None) -> dict:
+def validate_top_level(base_model: type, config: Mapping | None,
+                       schema: slots.Schema = slots.CODE) -> dict:
   """The top-level keys of a flat config checked against the model class's declarations and
   the run's (:mod:`open_seq2seq.training.run_params`), defaults filled in; the params of
   the chosen parts are checked by :func:`resolve_config`.
@@ -112,8 +141,7 @@ def validate_top_level(base_model: type, config: Mapping | None) -> dict:
   """
   if not inspect.isclass(base_model) or not hasattr(base_model, "declared_params"):
     raise ConfigError(f"base_model: expected a model class such as Text2Text, got {base_model!r}")
-  return validate_params(config, slots.top_level_declarations(base_model), "",
-                         owner=base_model.__name__)
+  return validate_params(config, schema.top_level(base_model), "", owner=base_model.__name__)
 
 
 def _check_model_settings(params: Mapping, mode: str) -> None:
@@ -232,7 +260,8 @@ def config_to_yaml(configs: Mapping[str, Mapping[str, Any]]) -> str:
                         sort_keys=True, default_flow_style=False, allow_unicode=True, width=100)
 
 
-__all__ = ["MODES", "PERIOD_KEYS", "load_config", "load_config_module", "mode_config",
+__all__ = ["MODES", "PERIOD_KEYS", "CONFIG_MODULE_NAME", "load_config", "load_config_module",
+           "check_config_file", "check_config_variables", "syntax_error", "mode_config",
            "apply_overrides", "parse_overrides", "read_overrides_file", "Parsed",
            "resolve_config", "validate_top_level", "deep_merge",
            "config_to_text", "config_to_yaml"]

@@ -92,7 +92,8 @@ def read_overrides_file(path: str) -> list[tuple[str, Parsed]]:
   return overrides
 
 
-def _declaration(base_model: type, config: Mapping, path: str) -> Param | None:
+def _declaration(base_model: type, config: Mapping, path: str, schema: slots.Schema
+                 ) -> Param | None:
   """The declaration of ``path`` (``a/b/c``), or None for keys inside free-form dicts.
 
   A top-level ``<slot>_params`` key takes the declarations of the part the config chooses
@@ -100,7 +101,7 @@ def _declaration(base_model: type, config: Mapping, path: str) -> Param | None:
   (``dict_of``/``list_of``; a list's entries are addressed by index: ``convnet_layers/0``).
   """
   parts = path.split("/")
-  declared: Any = slots.top_level_declarations(base_model)
+  declared: Any = schema.top_level(base_model)
   owner, param = base_model.__name__, None
   for depth, key in enumerate(parts):
     prefix = "/".join(parts[:depth])
@@ -115,7 +116,7 @@ def _declaration(base_model: type, config: Mapping, path: str) -> Param | None:
     if key not in declared:
       raise unknown_key_error(key, declared, prefix, owner)
     param = declared[key]
-    slot = slots.slot_of(key) if depth == 0 else None
+    slot = schema.slot_of(key) if depth == 0 else None
     if slot is not None:
       declared, owner = slots.chosen_declarations(slot, config)
     else:
@@ -137,16 +138,18 @@ def parse_value(text: str, param: Param | None) -> Any:
     return text
 
 
-def apply_overrides(base_model: type, config: dict, overrides: list[tuple[str, str]]) -> dict:
+def apply_overrides(base_model: type, config: dict, overrides: list[tuple[str, str]],
+                    schema: slots.Schema = slots.CODE) -> dict:
   """Sets each ``path=value`` in ``config``, creating nested dicts as needed.
 
   A value is command-line text (parsed by :func:`parse_value`) or a :class:`Parsed` value
   from an overrides file. A path may index into a list
-  (``encoder_params/convnet_layers/2/kernel_size``); the index must exist.
+  (``encoder_params/convnet_layers/2/kernel_size``); the index must exist. ``schema`` says
+  what the paths may name (the parameter index's, before TensorFlow is imported).
   """
   config = copy.deepcopy(config)
   for path, text in overrides:
-    param = _declaration(base_model, config, path)
+    param = _declaration(base_model, config, path, schema)
     value = text.value if isinstance(text, Parsed) else parse_value(text, param)
     *parents, last = path.split("/")
     target: Any = config
@@ -211,15 +214,16 @@ class _Prefixed:
     return f"{self.prefix}/{self.value!r}"
 
 
-def apply_mode_overrides(base_model: type, config: dict, overrides: list) -> dict:
+def apply_mode_overrides(base_model: type, config: dict, overrides: list,
+                         schema: slots.Schema = slots.CODE) -> dict:
   """:func:`apply_overrides` for a mode's list from :func:`by_mode` (un-prefixed entries and
   prefixed ones); errors name the key path as the user wrote it."""
   for path, value in overrides:
     if not isinstance(value, _Prefixed):
-      config = apply_overrides(base_model, config, [(path, value)])
+      config = apply_overrides(base_model, config, [(path, value)], schema)
       continue
     try:
-      config = apply_overrides(base_model, config, [(path, value.value)])
+      config = apply_overrides(base_model, config, [(path, value.value)], schema)
     except ConfigError as e:
       text = str(e)
       text = f"--{value.prefix}/{text[2:]}" if text.startswith("--") else \

@@ -27,10 +27,9 @@ import os
 import sys
 from typing import Any, Callable
 
-from open_seq2seq.errors import ConfigError
+from open_seq2seq.training.summary_names import SummaryNames
 from open_seq2seq.utils.params import (REQUIRED, AnyType, DeclaredDict, DeclaredList, Param,
-                                       _Declared, callable_or_class, closest_key, int_list,
-                                       non_negative_int)
+                                       _Declared, callable_or_class, int_list, non_negative_int)
 
 INDEX_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "params_index.json")
 FORMAT = 1
@@ -127,31 +126,6 @@ class _StubMeta(type):
 
   def __repr__(cls) -> str:
     return f"<class '{cls.__module__}.{cls.__qualname__}'>"
-
-
-class _SummaryNames(_Declared):
-  """As ``training.step_summaries.SummaryNames``: a list of names of ``SUMMARY_NAMES``."""
-
-  type_name = "list of summary names"
-
-  def __init__(self, names: list[str]):
-    self.names = names
-
-  def accepts(self, value: Any) -> bool:
-    return isinstance(value, (list, tuple))
-
-  def validate(self, value: Any, path: str) -> list:
-    for name in value:
-      if name not in self.names:
-        hint = closest_key(str(name), self.names)
-        raise ConfigError(f"{path}: unknown summary {name!r}; "
-                          + (f"did you mean {hint!r}? " if hint else "")
-                          + f"valid names are {', '.join(self.names)}")
-    return list(value)
-
-  def __contains__(self, key: Any) -> bool:
-    raise ConfigError(f"summaries/{key}: summaries is a list of names; set it whole, e.g. "
-                      f"--summaries=\"['learning_rate', 'gradients']\"")
 
 
 class _OpaqueDeclared(_Declared):
@@ -288,7 +262,7 @@ class Index:
     if "int_list" in encoded:
       return int_list(*encoded["int_list"])
     if "summary_names" in encoded:
-      return _SummaryNames(encoded["summary_names"])
+      return SummaryNames(encoded["summary_names"])
     if "dict" in encoded:
       return DeclaredDict(self.table(encoded["dict"]), encoded["owner"],
                           self._check(encoded["check"]))

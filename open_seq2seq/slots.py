@@ -234,22 +234,50 @@ SLOTS: tuple[Slot, ...] = (
 )
 
 
+# ----------------------------------------------------------------------------- the schema
+class Schema:
+  """What a config is checked against: the run's keys by group, the slot table and, from
+  them, a model's top-level keys. This one reads the code (:data:`CODE`);
+  ``config_static_slots.StaticSchema`` reads the parameter index, so that the checks
+  (:func:`validate_slots`, ``config.resolve_config``, ``overrides.apply_overrides``) and
+  :func:`help_params` run unchanged before TensorFlow is imported."""
+
+  def run_groups(self) -> dict[str, Declarations]:
+    """The run's keys by group (:data:`open_seq2seq.training.run_params.GROUPS`)."""
+    from open_seq2seq.training.run_params import GROUPS
+    return GROUPS
+
+  def slot_table(self) -> tuple[Slot, ...]:
+    return SLOTS  # looked up at each call: a test may add a row
+
+  def top_level(self, base_model: type) -> Declarations:
+    """The keys a flat config file may set at its top level: the run's and the model
+    class's, which may not declare a run key again."""
+    run = {key: param for group in self.run_groups().values() for key, param in group.items()}
+    declared = base_model.declared_params()
+    clash = sorted(set(declared) & set(run))
+    if clash:
+      raise ConfigError(f"{base_model.__name__}: declares {clash[0]}, a key of the run "
+                        f"(training/run_params.py); a model declares only what shapes it")
+    return {**run, **declared}
+
+  def slot_of(self, params_key: str) -> Slot | None:
+    """The slot whose params key is ``params_key`` (``"encoder_params"``), if any."""
+    return next((slot for slot in self.slot_table() if slot.params_key == params_key), None)
+
+
+#: The schema the code declares.
+CODE = Schema()
+
+
 def top_level_declarations(base_model: type) -> Declarations:
-  """The keys a flat config file may set at its top level: the run's
-  (:data:`open_seq2seq.training.run_params.RUN_PARAMS`) and the model class's, which may not
-  declare a run key again."""
-  from open_seq2seq.training.run_params import RUN_PARAMS
-  declared = base_model.declared_params()
-  clash = sorted(set(declared) & set(RUN_PARAMS))
-  if clash:
-    raise ConfigError(f"{base_model.__name__}: declares {clash[0]}, a key of the run "
-                      f"(training/run_params.py); a model declares only what shapes it")
-  return {**RUN_PARAMS, **declared}
+  """:meth:`Schema.top_level` of the code."""
+  return CODE.top_level(base_model)
 
 
 def slot_of(params_key: str) -> Slot | None:
-  """The slot whose params key is ``params_key`` (``"encoder_params"``), if any."""
-  return next((slot for slot in SLOTS if slot.params_key == params_key), None)
+  """:meth:`Schema.slot_of` of the code."""
+  return CODE.slot_of(params_key)
 
 
 def chosen_declarations(slot: Slot, config: Mapping) -> tuple[Declarations | None, str]:
@@ -264,17 +292,18 @@ def chosen_declarations(slot: Slot, config: Mapping) -> tuple[Declarations | Non
   return slot.declarations(choice), slot.owner(choice)
 
 
-def validate_slots(params: Mapping[str, Any]) -> dict:
+def validate_slots(params: Mapping[str, Any], schema: Schema = CODE) -> dict:
   """``params`` with every slot's params validated against the part the config chooses.
 
   Args:
     params: a config whose top-level keys the model class has validated.
+    schema: where the slots come from.
 
   Raises:
     ConfigError: naming the full key path of the first problem.
   """
   result = dict(params)
-  for slot in SLOTS:
+  for slot in schema.slot_table():
     if slot.name in result or slot.params_key in result:
       result[slot.params_key] = slot.validate(result.get(slot.name),
                                               result.get(slot.params_key))
@@ -339,15 +368,14 @@ def _same(value: Any, default: Any) -> bool:
     return False
 
 
-def help_params(base_model: type, config: Mapping[str, Any]) -> str:
+def help_params(base_model: type, config: Mapping[str, Any], schema: Schema = CODE) -> str:
   """Markdown tables of the keys of ``base_model``, of the run and of every part ``config``
   chooses."""
-  from open_seq2seq.training.run_params import GROUPS
   sections = [f"## {base_model.__name__} (top-level keys)\n",
               format_params_table(base_model.declared_params())]
-  for title, declared in GROUPS.items():
+  for title, declared in schema.run_groups().items():
     sections += [f"\n## Run: {title} (top-level keys)\n", format_params_table(declared)]
-  for slot in SLOTS:
+  for slot in schema.slot_table():
     declared, owner = chosen_declarations(slot, config)
     if declared is None:
       continue
@@ -358,5 +386,6 @@ def help_params(base_model: type, config: Mapping[str, Any]) -> str:
   return "\n".join(sections)
 
 
-__all__ = ["Choice", "Slot", "SLOTS", "top_level_declarations", "slot_of",
-           "chosen_declarations", "validate_slots", "ignored_settings", "help_params", "package_choices", "first_doc_line"]
+__all__ = ["Choice", "Slot", "SLOTS", "Schema", "CODE", "top_level_declarations", "slot_of",
+           "chosen_declarations", "validate_slots", "ignored_settings", "help_params",
+           "package_choices", "first_doc_line"]

@@ -96,7 +96,7 @@ def encode_type(t: Any, table_id: Callable[[Mapping[str, Param]], str]) -> Any:
     cells = dict(zip(t.__code__.co_freevars, (c.cell_contents for c in t.__closure__)))
     if int_list(cells["length"], cells["minimum"]).type_name == t.type_name:
       return {"int_list": [cells["length"], cells["minimum"]]}
-  if type(t) is SummaryNames:  # mirrored by params_index._SummaryNames
+  if type(t) is SummaryNames:  # read by params_index (summary_names.SummaryNames)
     return {"summary_names": list(SUMMARY_NAMES)}
   if type(t) is DeclaredDict:
     return {"dict": table_id(t.fields), "owner": t.owner, "check": _check_name(t.check)}

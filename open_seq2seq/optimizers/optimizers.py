@@ -31,8 +31,10 @@ from typing import Any, Callable, Iterable, Mapping
 import keras
 
 from open_seq2seq.errors import ConfigError
+# The checks on the declarations need no Keras (config_static runs them on the index's).
+from open_seq2seq.optimizer_params import canonical_name, check_optimizer_params
 from open_seq2seq.optimizers.novograd import NovoGrad
-from open_seq2seq.utils.params import REQUIRED, Param, join_path, unknown_key_error
+from open_seq2seq.utils.params import REQUIRED, Param
 from open_seq2seq.utils.signatures import signature_params
 from open_seq2seq.utils.regularizers import variable_path
 
@@ -120,14 +122,6 @@ _NONE_DEFAULT_TYPES = {
 }
 
 
-def _canonical_name(name: str) -> str:
-  for known in OPTIMIZERS:
-    if known.lower() == name.lower():
-      return known
-  raise ConfigError(f"optimizer: unknown optimizer {name!r}; valid names are "
-                    f"{', '.join(OPTIMIZERS)} (or an optimizer class)")
-
-
 def _aliases_of(klass: Any) -> dict[str, str]:
   aliases: dict[str, str] = {}
   if isinstance(klass, type):
@@ -147,7 +141,7 @@ def optimizer_declarations(optimizer: str | Callable) -> dict[str, Param]:
     ConfigError: for an unknown optimizer name.
   """
   if isinstance(optimizer, str):
-    name = _canonical_name(optimizer)
+    name = canonical_name(optimizer, OPTIMIZERS)
     klass = OPTIMIZERS[name]
   else:
     name, klass = None, optimizer
@@ -186,29 +180,14 @@ def validate_optimizer_params(optimizer: str | Callable, optimizer_params: Mappi
 
   Raises:
     ConfigError: unknown key (with the closest valid one), a key the trainer owns, a value of
-      the wrong type, or both spellings of one key.
+      the wrong type, both spellings of one key, or a required key missing
+      (:func:`open_seq2seq.optimizer_params.check_optimizer_params`).
   """
   declared = optimizer_declarations(optimizer)
-  klass = OPTIMIZERS[_canonical_name(optimizer)] if isinstance(optimizer, str) else optimizer
-  owner = optimizer if isinstance(optimizer, str) else getattr(optimizer, "__name__", "optimizer")
-  aliases = _aliases_of(klass)
-  params = dict(optimizer_params or {})
-  for key, value in params.items():
-    if key in _REDIRECTS:
-      raise ConfigError(f"{join_path(prefix, key)}: the trainer handles this; set the "
-                        f"top-level '{_REDIRECTS[key]}' instead")
-    if key not in declared:
-      raise unknown_key_error(key, declared, prefix, owner)
-    params[key] = declared[key].check(value, join_path(prefix, key))
-    if key in aliases and aliases[key] in params:
-      raise ConfigError(f"{join_path(prefix, key)}: given together with {aliases[key]!r}, "
-                        f"its Keras spelling; keep one")
-  spelled = set(params) | {aliases[k] for k in params if k in aliases}
-  for key, param in declared.items():
-    # learning_rate comes from the lr policy when not given here.
-    if param.required and key != "learning_rate" and key not in spelled:
-      raise ConfigError(f"{join_path(prefix, key)}: required by {owner} but missing")
-  return params
+  klass = OPTIMIZERS[canonical_name(optimizer, OPTIMIZERS)] if isinstance(optimizer, str) \
+      else optimizer
+  return check_optimizer_params(optimizer, optimizer_params, declared, _aliases_of(klass),
+                                _REDIRECTS, prefix)
 
 
 def get_optimizer(optimizer: str | Callable, optimizer_params: Mapping | None = None,
@@ -230,7 +209,7 @@ def get_optimizer(optimizer: str | Callable, optimizer_params: Mapping | None = 
   """
   params = validate_optimizer_params(optimizer, optimizer_params)
   if isinstance(optimizer, str):
-    name = _canonical_name(optimizer)
+    name = canonical_name(optimizer, OPTIMIZERS)
     klass = OPTIMIZERS[name]
     params = {**_TF1_DEFAULTS.get(name, {}), **params}
     if name == "LazyAdam":

@@ -24,6 +24,9 @@ from typing import Any
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
+# The rules that need no scaler class need no TensorFlow either (config_static runs them too).
+from open_seq2seq.training.loss_scaling_rules import (STATIC, check_params_have_a_scaler,
+                                                      scaler_kind, static_scale)
 from open_seq2seq.utils.params import Configurable, Param
 
 #: Smallest positive normal float32: LogMax takes log2 of the gradient maximum, and an
@@ -216,28 +219,8 @@ def scaler_class(loss_scaling: Any) -> type | None:
   Raises:
     ConfigError: for an unknown algorithm or a bad static scale.
   """
-  if loss_scaling is None:
-    return None
-  if isinstance(loss_scaling, str) and loss_scaling.strip().lower() in ALGORITHMS:
-    return ALGORITHMS[loss_scaling.strip().lower()]
-  _static_scale(loss_scaling)
-  return StaticLossScaler
-
-
-def _static_scale(loss_scaling: Any) -> float:
-  if isinstance(loss_scaling, str):
-    try:
-      loss_scaling = float(loss_scaling.strip().lower())
-    except ValueError:
-      raise ConfigError(
-          f"loss_scaling: {loss_scaling!r} is not a number, 'Backoff' or 'LogMax'") from None
-  if isinstance(loss_scaling, bool) or not isinstance(loss_scaling, (int, float)):
-    raise ConfigError(f"loss_scaling: expected a number, 'Backoff' or 'LogMax', got "
-                      f"{type(loss_scaling).__name__} {loss_scaling!r}")
-  if not 0 < loss_scaling < math.inf:
-    raise ConfigError(f"loss_scaling: a static scale must be a positive finite number, "
-                      f"got {loss_scaling!r}")
-  return float(loss_scaling)
+  kind = scaler_kind(loss_scaling, ALGORITHMS)
+  return None if kind is None else ALGORITHMS.get(kind, StaticLossScaler)
 
 
 def loss_scaling_declarations(loss_scaling: Any) -> dict[str, Param] | None:
@@ -253,16 +236,11 @@ def validate_loss_scaling_params(loss_scaling: Any, params: dict | None) -> dict
     ConfigError: as :func:`make_loss_scaler`, before anything is built; also for parameters
       given without an automatic scaler to take them.
   """
-  klass = scaler_class(loss_scaling)
-  if klass is None and params:
-    raise ConfigError("loss_scaling_params: given, but loss_scaling is None; set loss_scaling "
-                      "to 'Backoff' or 'LogMax', or remove loss_scaling_params")
-  if klass is None or klass is StaticLossScaler:
-    if params:
-      raise ConfigError(f"loss_scaling_params: a static loss_scaling takes no parameters, got "
-                        f"{', '.join(sorted(params))}; use 'Backoff' or 'LogMax' to adapt it")
+  kind = scaler_kind(loss_scaling, ALGORITHMS)
+  check_params_have_a_scaler(kind, params)
+  if kind is None or kind == STATIC:
     return {}
-  return _validated(klass, params)
+  return _validated(ALGORITHMS[kind], params)
 
 
 def make_loss_scaler(loss_scaling: Any, params: dict | None = None) -> LossScaler | None:
@@ -281,5 +259,5 @@ def make_loss_scaler(loss_scaling: Any, params: dict | None = None) -> LossScale
     return None
   if klass is StaticLossScaler:
     validate_loss_scaling_params(loss_scaling, params)
-    return StaticLossScaler(_static_scale(loss_scaling))
+    return StaticLossScaler(static_scale(loss_scaling))
   return klass(dict(params or {}))

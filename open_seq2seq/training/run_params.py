@@ -17,7 +17,9 @@ from typing import Any, Mapping
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.optimizers.larc import LARC_PARAMS_TYPE
 from open_seq2seq.training.early_stopping import EARLY_STOPPING_TYPE
-from open_seq2seq.training.step_summaries import SUMMARY_NAMES, SUMMARY_NAMES_TYPE
+# The rules between the keys need no TensorFlow (config.py and config_static.py run them).
+from open_seq2seq.training.run_rules import PERIOD_KEYS, check_run_settings
+from open_seq2seq.training.summary_names import SUMMARY_NAMES, SUMMARY_NAMES_TYPE
 from open_seq2seq.utils.params import Param, callable_or_class
 
 _STEPS = (int, None)
@@ -103,10 +105,6 @@ GROUPS: dict[str, dict[str, Param]] = {
 RUN_PARAMS: dict[str, Param] = {key: param for group in GROUPS.values()
                                 for key, param in group.items()}
 
-#: Keys that make something happen every N steps (None: never).
-PERIOD_KEYS = ("save_summaries_steps", "print_loss_steps", "print_samples_steps",
-               "save_checkpoint_steps", "eval_steps")
-
 
 def run_settings(config: Mapping[str, Any]) -> dict[str, Any]:
   """The run's keys of a resolved config (every top-level key of a mode, validated).
@@ -119,24 +117,6 @@ def run_settings(config: Mapping[str, Any]) -> dict[str, Any]:
     raise ConfigError(f"{missing[0]}: missing from the run's settings; resolve the config "
                       f"with open_seq2seq.config.resolve_config first")
   return {key: config[key] for key in RUN_PARAMS}
-
-
-def check_run_settings(params: Mapping[str, Any], mode: str) -> None:
-  """The rules between the run's keys (after every key was checked on its own)."""
-  if params["max_steps"] is not None and params["num_epochs"] is not None:
-    raise ConfigError(f"max_steps={params['max_steps']} and num_epochs={params['num_epochs']}: "
-                      f"give one of them, not both (from the command line, --max_steps=N "
-                      f"alone replaces a config's num_epochs, and --num_epochs=N its max_steps)")
-  if mode in ("train", "train_eval") and params["max_steps"] is None and \
-      params["num_epochs"] is None:
-    raise ConfigError("max_steps: training needs max_steps or num_epochs in the config")
-  for key in ("iter_size", "num_gpus", "num_checkpoints", "max_steps", "num_epochs",
-              "eval_batches", *PERIOD_KEYS):
-    if params[key] is not None and params[key] < 1:
-      hint = " (None turns it off)" if key in PERIOD_KEYS else ""
-      raise ConfigError(f"{key}: must be at least 1{hint}, got {params[key]}")
-  if params["bench_start"] < 0:
-    raise ConfigError(f"bench_start: must be at least 0, got {params['bench_start']}")
 
 
 __all__ = ["GROUPS", "RUN_PARAMS", "PERIOD_KEYS", "run_settings", "check_run_settings"]

@@ -31,53 +31,14 @@ from typing import Any, Sequence
 
 import tensorflow as tf
 
-from open_seq2seq.errors import ConfigError
-from open_seq2seq.utils.params import _Declared, closest_key
-
-#: Every name ``summaries`` accepts, with what it writes.
-SUMMARY_NAMES = {
-    "learning_rate": "the learning rate of each update",
-    "global_gradient_norm": "global gradient norm before clipping (and global_clipped_"
-                            "gradient_norm after it, with max_grad_norm)",
-    "loss_scale": "the loss scale (with loss_scaling)",
-    "gradients": "a histogram of each variable's gradient",
-    "gradient_norm": "each variable's gradient norm",
-    "variables": "a histogram of each variable",
-    "variable_norm": "each variable's norm",
-    "larc_summaries": "each variable's LARC factor and final learning rate (with larc_params)",
-}
+# The names and their check need no TensorFlow (the parameter index uses them too).
+from open_seq2seq.training.summary_names import SUMMARY_NAMES, SUMMARY_NAMES_TYPE, SummaryNames
 
 #: Names written per variable (computed only when asked for).
 PER_VARIABLE = ("gradients", "gradient_norm", "variables", "variable_norm", "larc_summaries")
 
 #: Per-variable names that need tensors from inside the step.
 _FROM_STEP = {"gradients", "gradient_norm", "larc_summaries"}
-
-
-class SummaryNames(_Declared):
-  """Param type of ``summaries``: a list of names from :data:`SUMMARY_NAMES`."""
-
-  type_name = "list of summary names"
-
-  def accepts(self, value: Any) -> bool:
-    return isinstance(value, (list, tuple))
-
-  def validate(self, value: Any, path: str) -> list:
-    for name in value:
-      if name not in SUMMARY_NAMES:
-        hint = closest_key(str(name), SUMMARY_NAMES)
-        raise ConfigError(f"{path}: unknown summary {name!r}; "
-                          + (f"did you mean {hint!r}? " if hint else "")
-                          + f"valid names are {', '.join(SUMMARY_NAMES)}")
-    return list(value)
-
-  def __contains__(self, key: Any) -> bool:
-    # A key path below `summaries` (--summaries/0=...): the list is set as a whole.
-    raise ConfigError(f"summaries/{key}: summaries is a list of names; set it whole, e.g. "
-                      f"--summaries=\"['learning_rate', 'gradients']\"")
-
-
-SUMMARY_NAMES_TYPE = SummaryNames()
 
 
 def step_tensors(names: Sequence[str], grads: Sequence[tf.Tensor],

@@ -1,0 +1,37 @@
+"""The rules between the run's keys (:mod:`open_seq2seq.training.run_params` declares them).
+
+Pure Python, no TensorFlow: ``config.resolve_config`` runs them on both paths, the normal one
+and the one that answers config mistakes before TensorFlow is imported
+(:mod:`open_seq2seq.config_static`), so the two report the same words.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from open_seq2seq.errors import ConfigError
+
+#: Keys that make something happen every N steps (None: never).
+PERIOD_KEYS = ("save_summaries_steps", "print_loss_steps", "print_samples_steps",
+               "save_checkpoint_steps", "eval_steps")
+
+
+def check_run_settings(params: Mapping[str, Any], mode: str) -> None:
+  """The rules between the run's keys (after every key was checked on its own)."""
+  if params["max_steps"] is not None and params["num_epochs"] is not None:
+    raise ConfigError(f"max_steps={params['max_steps']} and num_epochs={params['num_epochs']}: "
+                      f"give one of them, not both (from the command line, --max_steps=N "
+                      f"alone replaces a config's num_epochs, and --num_epochs=N its max_steps)")
+  if mode in ("train", "train_eval") and params["max_steps"] is None and \
+      params["num_epochs"] is None:
+    raise ConfigError("max_steps: training needs max_steps or num_epochs in the config")
+  for key in ("iter_size", "num_gpus", "num_checkpoints", "max_steps", "num_epochs",
+              "eval_batches", *PERIOD_KEYS):
+    if params[key] is not None and params[key] < 1:
+      hint = " (None turns it off)" if key in PERIOD_KEYS else ""
+      raise ConfigError(f"{key}: must be at least 1{hint}, got {params[key]}")
+  if params["bench_start"] < 0:
+    raise ConfigError(f"bench_start: must be at least 0, got {params['bench_start']}")
+
+
+__all__ = ["PERIOD_KEYS", "check_run_settings"]
