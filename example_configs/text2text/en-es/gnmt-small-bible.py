@@ -2,7 +2,7 @@
 
 The RNN counterpart of ``transformer-2x2-bible.py`` (same data, batches of ~4,096 tokens per
 side, label smoothing, beam 4 with length penalty 0.6) with about as many parameters
-(~26M vs ~27M), for side-by-side figures in docs/benchmarks.md. Encoder: 512-unit LSTMs, a
+(22.0M vs 22.6M), for side-by-side figures in docs/benchmarks.md. Encoder: 512-unit LSTMs, a
 bidirectional first layer then one left-to-right layer. Decoder: two 512-unit LSTM layers in
 the ``gnmt_v2`` wiring (the first layer's output queries normalized Bahdanau attention, the
 context enters the upper layer at the same step). Build the data once::
