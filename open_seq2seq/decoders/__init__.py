@@ -12,9 +12,10 @@ from open_seq2seq.decoders.rnn_decoders import (BeamSearchRNNDecoderWithAttentio
                                                 RNNDecoderWithAttention)
 from open_seq2seq.decoders.tacotron2_decoder import Tacotron2Decoder
 from open_seq2seq.decoders.transformer_decoder import TransformerDecoder
+from open_seq2seq.decoders.transducer_decoder import TransducerDecoder
 
 __all__ = ["Decoder", "TransformerDecoder", "FullyConnectedCTCDecoder",
            "FullyConnectedDecoder", "FullyConnectedSCDecoder", "FakeDecoder", "ConvS2SDecoder",
            "RNNDecoderWithAttention", "BeamSearchRNNDecoderWithAttention",
            "Tacotron2Decoder", "CentaurDecoder",
-           "ListenAttendSpellDecoder", "JointCTCAttentionDecoder"]
+           "ListenAttendSpellDecoder", "JointCTCAttentionDecoder", "TransducerDecoder"]

@@ -1,5 +1,5 @@
-"""Speech2Text: speech recognition, CTC (DeepSpeech2, Wave2Letter+, Jasper, QuartzNet) or
-attention-based (Listen-Attend-Spell, joint CTC-attention)."""
+"""Speech2Text: speech recognition, CTC (DeepSpeech2, Wave2Letter+, Jasper, QuartzNet),
+attention-based (Listen-Attend-Spell, joint CTC-attention) or transducer (RNN-T)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import numpy as np
 
 from open_seq2seq.data.description import DataDescription, SpeechDescription
 from open_seq2seq.data.speech2text.targets import TargetEncoder
+from open_seq2seq.decoders.transducer_decoder import TransducerDecoder
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.losses.transducer_loss import RNNTLoss
 from open_seq2seq.models.model import Model
 from open_seq2seq.outputs import CsvRows, InferenceOutput, NpzArrays, PickledObject
 from open_seq2seq.utils.metrics import edit_distance
@@ -48,6 +50,11 @@ class Speech2Text(Model):
   ``data_layer_params/autoregressive`` (attention decoders) the alphabet holds ``<S>`` and
   ``</S>``: the decoder is also offered their ids as ``go_symbol`` and ``end_symbol``, and the
   loss ``end_symbol``; transcripts end at the first ``</S>``.
+
+  A :class:`~open_seq2seq.decoders.TransducerDecoder` trains with
+  :class:`~open_seq2seq.losses.RNNTLoss` (its [B, T, U+1, V] logits) and, like the CTC
+  decoders, gives eval and infer the decoded ids (``outputs``) that become the transcripts;
+  the two go together (:meth:`connect_components`).
   """
 
   best_metric = ("WER", False)
@@ -69,6 +76,21 @@ class Speech2Text(Model):
     if slot == "loss":
       return {"end_symbol": symbols.get("end_symbol")}
     return {}
+
+  def connect_components(self) -> None:
+    """A transducer decoder and the RNN-T loss need each other, with the blank last."""
+    transducer = isinstance(self.decoder, TransducerDecoder)
+    if self.loss is None:
+      return
+    if transducer and not isinstance(self.loss, RNNTLoss):
+      raise ConfigError(f"loss: TransducerDecoder's [B, T, U+1, V] logits need RNNTLoss, got "
+                        f"{type(self.loss).__name__}")
+    if isinstance(self.loss, RNNTLoss) and not transducer:
+      raise ConfigError(f"loss: RNNTLoss needs a transducer's logits (decoder: "
+                        f"TransducerDecoder), got {type(self.decoder).__name__}")
+    if transducer and self.loss.params["blank"] not in (-1, self.decoder.vocab_size - 1):
+      raise ConfigError(f"loss_params/blank: TransducerDecoder's blank is its last class "
+                        f"({self.decoder.vocab_size - 1}); set blank: -1")
 
   # ------------------------------------------------------------------ decoding to text
   @property
@@ -148,7 +170,8 @@ class Speech2Text(Model):
 
   def serving_adapter(self):
     """Exported recognizers take waveforms and return transcripts (the decoder's in-graph
-    decoding: greedy CTC, or the attention decoder's search; an n-gram LM is not exported)."""
+    decoding: greedy CTC, the attention decoder's search or the transducer's greedy / beam
+    search; an n-gram LM is not exported)."""
     from open_seq2seq.serving.speech import SpeechToTextServing  # pylint: disable=import-outside-toplevel
     layer = self.data_layer
     return SpeechToTextServing(layer.extractor.features_graph,

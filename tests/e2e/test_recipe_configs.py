@@ -75,6 +75,7 @@ CASES: dict[str, Case] = {
     "image2label/resnet_fashion_mnist.py": Case(("data/fashion_mnist",)),
     "lm/lstm-austen.py": Case(("data/austen",)),
     "speech2text/conformer_ctc_synthetic.py": Case(("data/synthetic_speech",)),
+    "speech2text/conformer_transducer_synthetic.py": Case(("data/synthetic_speech",)),
     "speech2text/jasper_commands_synthetic.py": Case(("data/speech_commands_synthetic",)),
     "speech2text/jca_toy_synthetic.py": Case(("data/synthetic_speech",)),
     "speech2text/w2l_toy_synthetic.py": Case(("data/synthetic_speech",)),
