@@ -84,6 +84,8 @@ def run(argv: list[str]) -> int:
     # the chief's writes below cannot make another worker see "already holds a run".
     _check_train_logdir(main_cfg["logdir"], args)
   allow_changes = main_cfg["allow_model_changes"]
+  # a model built with other settings than the run's: checkpoint variables it lacks count
+  args.model_changed = changes is not None and bool(changes.differences)
   if changes is not None and changes.refused() and not allow_changes:
     raise ConfigError(changes.refusal())
   if args.mode == "export":  # a taken or unwritable --export_dir: before anything else
@@ -196,7 +198,8 @@ def _run_trained(args: argparse.Namespace, base_model: type[Model], config: dict
       _record_run(args, config["logdir"], {args.mode: config})
     reporting.log(precision.describe(config["dtype"]))
   evaluator = Evaluator(model, backend, eval_batches=config["eval_batches"],
-                        allow_model_changes=config["allow_model_changes"])
+                        allow_model_changes=config["allow_model_changes"],
+                        count_unused=args.model_changed)
   if args.mode == "export":
     _export(args, evaluator, model, checkpoint, config)
     return 0

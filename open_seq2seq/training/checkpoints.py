@@ -161,18 +161,18 @@ def model_checkpoint_object(layers: dict[str, Any]) -> Any:
   return module
 
 
-def restore_model_weights(model: Any, path: str, allow_changes: bool = False
-                          ) -> tuple[int | None, list[str]]:
+def restore_model_weights(model: Any, path: str, allow_changes: bool = False,
+                          count_unused: bool = True) -> tuple[int | None, list[str]]:
   """Loads only the model's weights from ``path`` (eval/infer need no optimizer state).
 
-  ``allow_changes``: see restoring.restore_across_dtypes (else ModelMismatch).
+  ``allow_changes``, ``count_unused``: see restoring.restore_across_dtypes.
 
   Returns:
     (the checkpoint's step — checkpoints are named ckpt-<global step> — or None, the keys of
     variables cast to this run's dtype).
   """
   root = tf.train.Checkpoint(model=model_checkpoint_object(model.named_layers))
-  cast = restore_across_dtypes(root, path, expect_partial=True, allow_changes=allow_changes)
+  cast = restore_across_dtypes(root, path, True, allow_changes, count_unused)
   suffix = path.rsplit("-", 1)[-1]
   return (int(suffix) if suffix.isdigit() else None), cast
 

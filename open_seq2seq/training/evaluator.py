@@ -80,8 +80,10 @@ class Evaluator:
 
   def __init__(self, model: Model, backend: Backend, store: CheckpointStore | None = None,
                round_batches: int = ROUND_BATCHES, eval_batches: int | None = None,
-               allow_model_changes: bool = False):
+               allow_model_changes: bool = False, count_unused: bool = True):
     self.model = model
+    #: whether checkpoint variables the built model lacks are a mismatch (model_mismatches)
+    self.count_unused = count_unused
     self.allow_model_changes = allow_model_changes
     self.eval_batches = eval_batches
     self.round_batches = round_batches
@@ -111,7 +113,8 @@ class Evaluator:
       if problems:
         log(f"warning: allow_model_changes: loading what fits of {path} ({'; '.join(problems)})")
     self.restored_step, cast = restore_model_weights(self.model, path,
-                                                     allow_changes=self.allow_model_changes)
+                                                     allow_changes=self.allow_model_changes,
+                                                     count_unused=self.count_unused)
     bad = non_finite(named_variables(self.model.named_layers))
     if bad:
       raise CheckpointError(

@@ -47,16 +47,21 @@ class ModelMismatch(CheckpointError):
                      f"trained with, or --allow_model_changes to load what fits")
 
 
-def model_mismatches(root: tf.train.Checkpoint, path: str) -> list[str]:
+def model_mismatches(root: tf.train.Checkpoint, path: str, count_unused: bool = True
+                     ) -> list[str]:
   """How the model variables (``model/...``) of ``root`` and of checkpoint ``path`` differ:
-  variables only one of them has and shapes that differ, one phrase each (empty: they fit)."""
+  variables only one of them has and shapes that differ, one phrase each (empty: they fit).
+
+  ``count_unused``: whether variables of the checkpoint that ``root`` lacks count. A model
+  built for inference may create some only when it first decodes (a decoder's embedding):
+  they are restored then, so with the run's own settings they are no mismatch."""
   try:
     shapes = tf.train.load_checkpoint(path).get_variable_to_shape_map()
   except _UNREADABLE as e:
     raise UnreadableCheckpoint(path, e) from None
   saved = {key for key in shapes if _is_weight(key)}
   ours = {key: var for key, var in variable_keys(root).items() if _is_weight(key)}
-  missing, unused = sorted(set(ours) - saved), sorted(saved - set(ours))
+  missing, unused = sorted(set(ours) - saved), sorted(saved - set(ours)) if count_unused else []
   reshaped = [f"{_shown(key)} {list(shapes[key])} in it, {list(var.shape)} here"
               for key, var in sorted(ours.items())
               if key in saved and list(shapes[key]) != list(var.shape)]
@@ -123,8 +128,8 @@ def _is_keras_variable(obj: Any) -> bool:
 
 
 def restore_across_dtypes(root: tf.train.Checkpoint, path: str,
-                          expect_partial: bool = False, allow_changes: bool = False
-                          ) -> list[str]:
+                          expect_partial: bool = False, allow_changes: bool = False,
+                          count_unused: bool = True) -> list[str]:
   """Restores ``root`` from ``path`` even if the run that wrote it used another ``dtype``.
 
   "float32" and "mixed" runs store float32 weights and optimizer state, "float16" runs store
@@ -146,7 +151,7 @@ def restore_across_dtypes(root: tf.train.Checkpoint, path: str,
   Raises:
     ModelMismatch: the model variables of ``root`` and of the checkpoint differ.
   """
-  problems = model_mismatches(root, path)
+  problems = model_mismatches(root, path, count_unused)
   if problems and not allow_changes:
     raise ModelMismatch(path, problems)
   try:
