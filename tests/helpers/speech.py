@@ -140,3 +140,18 @@ def run_encoder(encoder, x: np.ndarray, lengths: list[int], training: bool = Fal
   out = encoder({"source_tensors": (tf.constant(x), tf.constant(lengths, tf.int32))},
                 training=training)
   return out["outputs"].numpy(), out["src_lengths"].numpy()
+
+
+def held_out_wer(predictions_csv: str, test_csv: str) -> float:
+  """The WER of an infer CSV (``predicted_transcript``) against the test CSV it was made from,
+  after checking that both list the same files in the same order."""
+  from open_seq2seq.utils.metrics import word_error_rate  # pylint: disable=import-outside-toplevel
+
+  def rows(path):
+    with open(path, encoding="utf-8", newline="") as f:
+      return list(csv.DictReader(f))
+
+  predictions, references = rows(predictions_csv), rows(test_csv)
+  assert [p["wav_filename"] for p in predictions] == [r["wav_filename"] for r in references]
+  return word_error_rate([r["transcript"] for r in references],
+                         [p["predicted_transcript"] for p in predictions])

@@ -6,10 +6,9 @@ import os
 
 import pytest
 
-from open_seq2seq.utils.metrics import word_error_rate
 from tests.helpers import toy
-from tests.helpers.speech import CONFIG_DIR, VOCAB
-from tests.learning.test_speech import read_rows, workdir  # noqa: F401  (the synthetic corpus)
+from tests.helpers.speech import CONFIG_DIR, VOCAB, held_out_wer
+from tests.learning.test_speech import workdir  # noqa: F401  (the synthetic corpus)
 
 pytestmark = pytest.mark.slow
 
@@ -32,9 +31,5 @@ def test_learns_to_transcribe_held_out_speech(workdir):  # noqa: F811
   output = os.path.join(workdir, "conformer_test_predictions.csv")
   result = run(workdir, "infer", f"--infer_output_file={output}")
   assert result.returncode == 0, result.stderr[-3000:]
-  predictions = read_rows(output)
-  references = read_rows(os.path.join(workdir, "data/synthetic_speech", "test.csv"))
-  assert [p["wav_filename"] for p in predictions] == [r["wav_filename"] for r in references]
-  wer = word_error_rate([r["transcript"] for r in references],
-                        [p["predicted_transcript"] for p in predictions])
+  wer = held_out_wer(output, os.path.join(workdir, "data/synthetic_speech", "test.csv"))
   assert wer < 0.35, f"held-out WER {wer:.3f}"
