@@ -89,9 +89,6 @@ INFER_MAX_PARAMS = 15_000_000
 #: components, that combination's infer is not run.)
 FULL_CYCLE_MAX_PARAMS = 50_000_000
 TIMEOUT = 1800
-#: Launcher variables that would turn a run into a multi-process job.
-_JOB_VARIABLES = ("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "MPI_LOCAL", "TF_CONFIG",
-                  "OPEN_SEQ2SEQ_LAUNCHER")
 _STARTED = re.compile(r"Training ([\d,]+) parameters for (\d+) steps .* (\d+) replica\(s\), "
                       r"backend ([\w-]+)")
 
@@ -112,7 +109,7 @@ def _gpus() -> int:
 def _run(args: list[str]) -> tuple[subprocess.CompletedProcess, float]:
   """``python run.py ARGS`` from the repository root as one process (started warm: the
   package is imported once, tests/helpers/warm_cli.py); (result, seconds)."""
-  env = {k: v for k, v in os.environ.items() if not k.startswith(_JOB_VARIABLES)}
+  env = toy.single_process_env()
   env.update(PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
   start = time.monotonic()
   result = warm_cli.run(args, env, cwd=ROOT, timeout=TIMEOUT)

@@ -44,7 +44,7 @@ import time
 import pytest
 
 from open_seq2seq.config import load_config_module
-from tests.helpers import warm_cli
+from tests.helpers import toy, warm_cli
 from tests.helpers.recipes import (CONFIG_ROOT, OTHER_RECIPE_DIRECTORIES, RECIPES, ROOT,
                                    RecipeData, data_paths, environment_variables)
 
@@ -53,9 +53,6 @@ pytestmark = pytest.mark.slow
 STEPS = 2
 EVAL_BATCHES = 2
 TIMEOUT = 900
-#: Launcher variables that would turn a run into a multi-process job.
-_JOB_VARIABLES = ("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "MPI_LOCAL", "TF_CONFIG",
-                  "OPEN_SEQ2SEQ_LAUNCHER")
 _STARTED = re.compile(r"Training ([\d,]+) parameters for (\d+) steps .* 1 replica\(s\), "
                       r"backend single")
 
@@ -211,8 +208,7 @@ class Runs:
     path = os.path.join(CONFIG_ROOT, config)
     logdir = load_config_module(path).base_params.get("logdir")
     assert logdir and not os.path.isabs(logdir), f"{config}: logdir {logdir!r} (relative expected)"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(_JOB_VARIABLES) and k not in environment_variables(config)}
+    env = toy.single_process_env(drop=environment_variables(config))
     env.update(dict(case.env), PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
     args = [f"--config_file={path}", f"--mode={case.mode}", f"--max_steps={STEPS}"]
     if case.mode == "train_eval":

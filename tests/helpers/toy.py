@@ -79,3 +79,15 @@ def example_config_overrides(directory: str) -> tuple[list[str], int]:
   # of two steps of a recurrent model grows with the sentence length.
   make_toy_data(directory, train=pairs, dev=8, test=8, extra=("--max_length", "12"))
   return data_overrides(directory) + split_overrides(directory, "train"), pairs
+
+
+#: Launcher variables that would turn a run into a multi-process job.
+JOB_VARIABLES = ("OMPI_", "PMI_", "PMIX_", "HOROVOD_", "MPI_LOCAL", "TF_CONFIG",
+                 "OPEN_SEQ2SEQ_LAUNCHER")
+
+
+def single_process_env(drop=()) -> dict:
+  """This process's environment for a one-process run.py: without the launcher variables (a
+  test started under mpiexec must not make its runs ranks), nor the names in ``drop``."""
+  return {k: v for k, v in os.environ.items()
+          if not k.startswith(JOB_VARIABLES) and k not in drop}
