@@ -103,8 +103,10 @@ def _alphas(blank_diagonals: tf.Tensor, label_diagonals: tf.Tensor) -> tf.Tensor
     blank, label = diagonal
     return _log_add(previous + blank, _shift_down(previous + label))
 
-  rest = tf.scan(step, (blank_diagonals[:-1], label_diagonals[:-1]), initializer=first)
-  return tf.concat([first[None], rest], 0)
+  # every diagonal is scanned (the last step's output is dropped): a scan over no elements
+  # cannot be stacked once a relaxed retrace has left the element shape unknown (T=1, U=0)
+  rest = tf.scan(step, (blank_diagonals, label_diagonals), initializer=first)
+  return tf.concat([first[None], rest[:-1]], 0)
 
 
 @tf.function(reduce_retracing=True)
