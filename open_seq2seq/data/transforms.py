@@ -10,6 +10,10 @@ its dataset with one of two pipelines (after OpenNMT-tf's ``training_pipeline`` 
                   -> prefetch
     inference:  the same without shuffle and repeat: one deterministic pass
 
+:func:`whole_epochs` is the training order for examples named by ids whose batches must not
+straddle epochs (speech duration buckets): each epoch is shuffled, processed and batched on
+its own.
+
 Each step is a plain function ``dataset -> dataset`` tested on its own; :class:`Batching`
 holds the batching choices so that a layer's batch count (``batches_per_epoch``) is computed
 from the very bucket sizes its pipeline uses.
@@ -290,3 +294,58 @@ def inference_pipeline(dataset: tf.data.Dataset, batching: Batching, *, num_shar
                            max_length=max_length, shuffle_buffer_size=None, repeat=False,
                            process_fn=process_fn, map_fn=map_fn,
                            prefetch_buffer_size=prefetch_buffer_size)
+
+
+def whole_epochs(ids: Sequence[int] | np.ndarray,
+                 epoch_fn: Callable[[tf.data.Dataset], tf.data.Dataset], *,
+                 seed: int | None = None, shuffle: bool = True,
+                 repeat: bool = True) -> tf.data.Dataset:
+  """Epochs over the examples ``ids``, each turned into batches on its own by ``epoch_fn``.
+
+  Epoch ``e`` is ``{"id", "epoch", "seed"}`` elements: ``ids`` in an order drawn by a
+  stateless shuffle keyed by ``(seed, e)`` (file order without ``shuffle``), ``seed`` an int64
+  of ``(seed, e, id)`` for per-example randomness (augmentation). ``epoch_fn`` (process,
+  bucket, batch) sees one epoch at a time, so a bucket's last partial batch closes its epoch:
+  every epoch holds each example once in :meth:`Batching.count_batches` batches. Epochs are
+  chained by ``flat_map`` (one, or without end with ``repeat``); the iterator's state is
+  positions, with no shuffle buffer or seed generator to restore, so a checkpointed iterator
+  resumes exactly. (Batching after a reshuffling ``shuffle`` and before ``repeat`` is no
+  substitute: with a ``zip`` or ``filter`` between them, a restored iterator shuffles the next
+  epoch in another order, in TF 2.21.)
+
+  Args:
+    ids: the examples (int64 ids), e.g. this worker's shard.
+    epoch_fn: one epoch's elements -> its batches.
+    seed: the shuffle's and the per-example seeds' key (None: one drawn now; a resumed
+      run then finishes its current epoch exactly and shuffles later ones anew).
+    shuffle: permute each epoch.
+    repeat: epochs without end (else one).
+  """
+  ids = np.asarray(ids, np.int64)
+  count = len(ids)
+  key = int(np.random.default_rng().integers(2 ** 62)) if seed is None else int(seed)
+  table = tf.constant(ids)
+
+  def epoch(number, key):
+    positions = tf.data.Dataset.range(count)
+
+    def element(position):
+      if shuffle:
+        position = tf.random.experimental.index_shuffle(
+            position, tf.stack([key, number]), count - 1)
+      example = tf.gather(table, position)
+      seed = tf.random.stateless_uniform([], tf.stack([key + number, example]),
+                                         minval=None, maxval=None, dtype=tf.int64)
+      return {"id": example, "epoch": number, "seed": seed}
+
+    return epoch_fn(positions.map(element))
+
+  if count == 0:  # nothing to repeat: one empty epoch
+    return epoch_fn(tf.data.Dataset.range(0).map(
+        lambda _: {"id": tf.constant(0, tf.int64), "epoch": tf.constant(0, tf.int64),
+                   "seed": tf.constant(0, tf.int64)}))
+  # the key travels in the epochs' elements: a restored flat_map rebuilds its current epoch
+  # from the saved element, so even an unseeded run resumes that epoch in its own order
+  epochs = tf.data.Dataset.range(2 ** 62 if repeat else 1).map(
+      lambda number: (number, tf.constant(key, tf.int64)))
+  return epochs.flat_map(epoch)

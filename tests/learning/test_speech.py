@@ -99,3 +99,30 @@ def test_export_transcribes_as_infer_does(trained, workdir, tmp_path):
   run_export_script(str(tmp_path / "exported"), str(inputs), str(tmp_path / "served.txt"))
   served = (tmp_path / "served.txt").read_text(encoding="utf-8").splitlines()
   assert served == [r["predicted_transcript"] for r in rows]
+
+
+def test_duration_batches_infer_in_file_order_and_train_resumably(trained, workdir, tmp_path):
+  """``batching: "duration"`` through run.py: infer gives the rows of one-bucket batching in
+  file order (the same transcripts up to padding's round-off), and a bucketed training run
+  resumes from its checkpoint."""
+  duration = ["--data_layer_params/batching=duration", "--data_layer_params/batch_duration=24"]
+  outputs = {}
+  for name, extra in (("examples", []), ("duration", duration)):
+    outputs[name] = str(tmp_path / f"{name}.csv")
+    result = run(workdir, "infer", f"--infer_output_file={outputs[name]}", *extra)
+    assert result.returncode == 0, result.stderr[-3000:]
+  plain, bucketed = read_rows(outputs["examples"]), read_rows(outputs["duration"])
+  assert [r["wav_filename"] for r in bucketed] == [r["wav_filename"] for r in plain]
+  same = sum(a["predicted_transcript"] == b["predicted_transcript"]
+             for a, b in zip(plain, bucketed))
+  assert same >= len(plain) - 2, f"{same} of {len(plain)} transcripts equal"
+
+  logdir = str(tmp_path / "duration_run")
+  args = [f"--config_file={CONFIG}", "--mode=train", f"--logdir={logdir}",
+          f"--data_layer_params/vocab_file={VOCAB}", "--save_checkpoint_steps=2", *duration]
+  first = toy.run_cli(args + ["--max_steps=2"], cwd=workdir)
+  assert first.returncode == 0, first.stderr[-3000:]
+  resumed = toy.run_cli(args + ["--max_steps=4", "--continue_learning"], cwd=workdir)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert "at step 2" in resumed.stdout, resumed.stdout[-2000:]
+  assert os.path.isfile(os.path.join(logdir, "ckpt-4.index"))

@@ -27,6 +27,7 @@ import tensorflow as tf
 from open_seq2seq.data import transforms
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.data.description import SpeechDescription
+from open_seq2seq.data.speech2text import buckets
 from open_seq2seq.data.speech2text.audio import check_audio_header, peak_normalize, read_audio
 from open_seq2seq.data.speech2text.augmentation import (AUGMENTATION, augment_signal,
                                                         has_signal_augmentation, has_spec_augment,
@@ -51,7 +52,8 @@ class Speech2TextDataLayer(DataLayer):
   utterances outside ``[min_duration, max_duration]``; eval and infer read every row once, in
   file order, without augmentation or dither; interactive_infer reads no CSV and transcribes
   the files it is given (:meth:`dataset_from_inputs`). Throughput is counted in seconds of
-  audio (feature frames times ``window_stride``).
+  audio (feature frames times ``window_stride``). ``batching: "duration"``: batches of up to
+  ``batch_duration`` s of padded audio, by duration buckets (:mod:`.buckets`).
   """
 
   PARAMS = {
@@ -93,6 +95,7 @@ class Speech2TextDataLayer(DataLayer):
                        choices=BACKENDS),
       "precompute_mel_basis": Param(bool, True,
                                     "Ignored: the mel basis is always computed once."),
+      **buckets.BATCHING_PARAMS,
   }
 
   def __init__(self, params: dict[str, Any], mode: str = "train", batch_size: int = 32,
@@ -105,6 +108,7 @@ class Speech2TextDataLayer(DataLayer):
     self.extractor = FeatureExtractor.from_params(p)
     if p["pad_to"] < 1:
       raise ConfigError(f"data_layer_params/pad_to: must be at least 1, got {p['pad_to']}")
+    buckets.check_batching_params(p)
     self.wav_filenames: list[str] = []  # as written in the CSVs (echoed by inference)
     self.paths: list[str] = []           # resolved paths
     self.transcripts: list[str] = []
@@ -112,6 +116,10 @@ class Speech2TextDataLayer(DataLayer):
     # interactive inference transcribes typed paths: the infer CSVs need not exist
     if p["dataset_files"] is not None and mode != "interactive_infer":
       self._read_csvs(p["dataset_files"])
+    self._header_lengths = buckets.HeaderLengths(self.paths, p["sample_freq"], p["resample"],
+                                                 self.extractor)
+    if self.paths and buckets.bucketed(p) and worker_id == 0:
+      buckets.print_over_budget_notice(p, self._kept()[1], self.extractor, mode)
     self.cache = None
     if p["cache_features"]:
       directory = p["cache_dir"] or os.path.join(
@@ -240,9 +248,23 @@ class Speech2TextDataLayer(DataLayer):
     """Real (non-padding) feature frames of a batch."""
     return tf.reduce_sum(tf.cast(batch["source_tensors"][1], tf.int64))
 
-  def _batching(self) -> transforms.Batching:
-    return transforms.Batching(self.batch_size, pad_multiple=self.params["pad_to"],
-                               pad_keys=("source",))
+  def _kept(self) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and header frame counts this shard reads (train: within min/max_duration)."""
+    train = self.mode == "train"
+    return self._header_lengths.shard(self.num_workers, self.worker_id, train and self.params)
+
+  def _batching(self, bucketed: bool = True) -> transforms.Batching:
+    p = self.params
+    if not (bucketed and buckets.bucketed(p)):
+      return transforms.Batching(self.batch_size, pad_multiple=p["pad_to"], pad_keys=("source",))
+    return buckets.make_batching(p, self.batch_size, self._kept()[1], self.extractor,
+                                 buckets.max_speed(self.augmentation))
+
+  def batches_per_epoch(self) -> int:
+    """Batches of one pass over this shard (bucketed: from the headers' frame counts)."""
+    if not buckets.bucketed(self.params):
+      return super().batches_per_epoch()
+    return self._batching().count_batches(self._kept()[1])
 
   def build_dataset(self) -> tf.data.Dataset:
     p = self.params
@@ -253,6 +275,12 @@ class Speech2TextDataLayer(DataLayer):
                   process_fn=self._process)
     if self.mode != "train":
       return transforms.inference_pipeline(rows, self._batching(), **common)
+    if buckets.bucketed(p):  # whole epochs: no batch straddles two, batches_per_epoch is exact
+      batching = self._batching()
+      return transforms.whole_epochs(
+          self._kept()[0], lambda epoch: batching.batch(self._process(epoch)), seed=self._seed,
+          shuffle=p["shuffle"], repeat=p["repeat"]).map(transforms.model_inputs).prefetch(
+              tf.data.AUTOTUNE)
     buffer = max(1, self.get_size_in_samples()) if p["shuffle"] else None
     return transforms.training_pipeline(rows, self._batching(), shuffle_buffer_size=buffer,
                                         seed=self._seed, repeat=p["repeat"], **common)
@@ -299,9 +327,10 @@ class Speech2TextDataLayer(DataLayer):
         element.update(target=y, target_length=tf.reshape(y_len, []))
       return element
 
-    # one seed per example drawn after repeat: every epoch augments differently
-    seeds = tf.data.Dataset.random(seed=self._seed)
-    dataset = tf.data.Dataset.zip((rows, seeds)).map(load, num_parallel_calls=tf.data.AUTOTUNE)
+    # a seed per example, after repeat (whole epochs: of epoch and id): epochs augment anew
+    seeded = (rows.map(lambda row: (row, row["seed"])) if "seed" in rows.element_spec
+              else tf.data.Dataset.zip((rows, tf.data.Dataset.random(seed=self._seed))))
+    dataset = seeded.map(load, num_parallel_calls=tf.data.AUTOTUNE)
     if self.mode == "train":
       dataset = dataset.filter(self._duration_filter())
     return dataset
@@ -345,7 +374,7 @@ class Speech2TextDataLayer(DataLayer):
         "source": tf.RaggedTensor.from_row_lengths(np.concatenate(features),
                                                    lengths.astype(np.int64)),
         "source_length": lengths, "id": np.arange(len(features), dtype=np.int64)})
-    return transforms.inference_pipeline(examples, self._batching())
+    return transforms.inference_pipeline(examples, self._batching(bucketed=False))
 
   # ------------------------------------------------------------------ for the model
   def wav_filename(self, index: int) -> str:
