@@ -227,16 +227,16 @@ def _infer(args: argparse.Namespace, evaluator: Evaluator, model: Model,
     if count == 1 and path != args.infer_output_file:
       per_input.setdefault(os.path.dirname(path), []).append(path)
       continue
-    what = "predictions" if path == args.infer_output_file else "records"
-    reporting.log(f"wrote {count} {what} to {path}")
+    what = "prediction" if path == args.infer_output_file else "record"
+    reporting.log(f"wrote {reporting.counted(count, what)} to {path}")
   for folder, paths in per_input.items():
     kinds = [os.path.splitext(p)[1] or "other" for p in paths]
     counts = ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))
     reporting.log(f"wrote {len(paths)} files to {folder} ({counts})" if len(paths) > 1 else
-                  f"wrote 1 records to {paths[0]}")
+                  f"wrote 1 record to {paths[0]}")
   if backend.is_chief:
     for name, value in metrics.items():
-      reporting.log(f"{name} {reporting.format_number(float(value))}")
+      reporting.log(f"{name} {reporting.format_metric(value)}")
 
 
 def _export(args: argparse.Namespace, evaluator: Evaluator, model: Model, checkpoint: str,

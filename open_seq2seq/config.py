@@ -182,9 +182,12 @@ def load_config(path: str, mode: str, overrides: list[str] | None = None,
   if mode == "train_eval":
     notices += _shared_overrides_of_split_keys(module, by_mode(given)[0])
   configs = {}
+  given_common, given_per_mode = by_mode(given)
   for m in modes:
     mode_overrides = common + per_mode.get(m, [])
-    merged = replace_duration(mode_config(module, m), mode_overrides, notices)
+    # only this command's own duration key gets a notice, not the run's remembered one
+    announced = {path for path, _ in given_common + given_per_mode.get(m, [])}
+    merged = replace_duration(mode_config(module, m), mode_overrides, notices, announced)
     merged = apply_mode_overrides(module.base_model, merged, mode_overrides)
     configs[m] = resolve_config(module.base_model, merged, mode if m == "train" else m)
     notices += [line for line in slots.ignored_settings(module.base_model, merged)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 from open_seq2seq import slots
 from open_seq2seq.errors import ConfigError
@@ -236,11 +236,13 @@ def apply_mode_overrides(base_model: type, config: dict, overrides: list,
 _DURATION = ("max_steps", "num_epochs")
 
 
-def replace_duration(config: dict, overrides: list[tuple[str, Any]], notices: list[str] | None
-                     ) -> dict:
+def replace_duration(config: dict, overrides: list[tuple[str, Any]], notices: list[str] | None,
+                     announced: Collection[str] | None = None) -> dict:
   """``config`` (a mode's merged config, before overrides) without the duration key that an
   override's other duration key replaces: ``--max_steps=10`` on a config that sets
-  ``num_epochs`` trains 10 steps. A notice names what was replaced."""
+  ``num_epochs`` trains 10 steps. A notice names what was replaced when the replacing key is
+  in ``announced`` (None: any key); a run's own remembered ``--max_steps`` replaces silently
+  when it is evaluated or inferred from: its training said so."""
   given = {path: _plain_value(value) for path, value in overrides if path in _DURATION}
   for key, other in (_DURATION, _DURATION[::-1]):
     replaced = config.get(other)
@@ -248,7 +250,8 @@ def replace_duration(config: dict, overrides: list[tuple[str, Any]], notices: li
         given[key] not in (None, "None"):
       config = dict(config, **{other: None})
       line = f"--{key}={given[key]} replaces the config's {other}={replaced}"
-      if notices is not None and line not in notices:
+      if notices is not None and line not in notices and (announced is None or
+                                                          key in announced):
         notices.append(line)
   return config
 

@@ -15,11 +15,9 @@ averaged.json (which checkpoints went in). Exit status: 0, or 2 with one line on
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # pylint: disable-next=wrong-import-position
@@ -53,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.error("--logdir goes with --last_n; --checkpoints names the checkpoints itself")
   from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
   exit_if_unwritable(args.output_dir, "--output_dir", directory=True)
-  logging.getLogger("tensorflow").setLevel(logging.ERROR)
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()  # after argparse: --help and argument errors need no TensorFlow
   from open_seq2seq.training import averaging  # pylint: disable=import-outside-toplevel
   try:
     if args.last_n is not None:

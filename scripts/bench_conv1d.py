@@ -10,20 +10,21 @@ gradients) over --repeats runs after one warm-up, and the ratio.
 
 from __future__ import annotations
 
+# TensorFlow is imported after argparse: --help and argument errors need none.
+# pylint: disable=import-outside-toplevel
 import argparse
 import os
 import statistics
 import sys
 import time
 
-import tensorflow as tf
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from open_seq2seq.parts.convs2s.conv_wn_layer import shifted_conv1d  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def timed(conv, x, kernel, repeats: int) -> float:
+  import tensorflow as tf
+
   @tf.function
   def step(x):
     with tf.GradientTape() as tape:
@@ -49,6 +50,10 @@ def main() -> None:
   parser.add_argument("--width", type=int, default=3)
   parser.add_argument("--repeats", type=int, default=10)
   args = parser.parse_args()
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()
+  import tensorflow as tf
+  from open_seq2seq.parts.convs2s.conv_wn_layer import shifted_conv1d
   # a GLU layer's convolution produces twice its channels
   x = tf.random.stateless_normal([args.batch, args.time, args.channels], seed=[0, 1])
   kernel = tf.random.stateless_normal([args.width, args.channels, 2 * args.channels],

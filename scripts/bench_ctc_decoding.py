@@ -137,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--beta", type=float, default=1.0)
   args = parser.parse_args(argv)
 
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly(first_op=False)  # the decoder forks its workers
   import kenlm
   from open_seq2seq.decoders.ctc_beam_search import CTCBeamSearchDecoder, available_cores
   from open_seq2seq.utils.metrics import edit_distance

@@ -33,7 +33,6 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 CONFIG = os.path.join(ROOT, "example_configs", "image2label", "resnet-50-v2.py")
 FASHION = os.path.join(ROOT, "data", "fashion_mnist", "cifar")
@@ -115,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(),
                                                         "bench_image2label"))
   args = parser.parse_args(argv)
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()
   from open_seq2seq.data import CifarDataLayer, ImagenetDataLayer
 
   imagenet_dir = make_imagenet(os.path.join(args.workdir, "imagenet"), args.images)

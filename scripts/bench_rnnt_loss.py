@@ -30,8 +30,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def measure(method: str, batch: int, frames: int, labels: int, classes: int, dtype: str,
             repeats: int) -> dict:
   """One measurement in this process (run it in a fresh one)."""
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   sys.path.insert(0, ROOT)
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()
   import numpy as np  # pylint: disable=import-outside-toplevel
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from open_seq2seq.losses import rnnt_loss  # pylint: disable=import-outside-toplevel

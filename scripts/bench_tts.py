@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "bench_tts"))
   parser.add_argument("--measure_rtf", choices=sorted(DTYPES.values()), help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
+  # the synthetic corpus and the rtf rows import TensorFlow
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()
   if args.measure_rtf:
     print(json.dumps(measure_rtf(args.measure_rtf, args.logdir)))
     return 0

@@ -25,7 +25,7 @@ import statistics
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def step_matmuls(src: int, tgt: int, d_model: int, ffn: int, enc_layers: int,
@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                                         args.ffn, args.encoder_layers, args.decoder_layers,
                                         args.vocab))
   total = flops(products)
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()
   seconds = statistics.median(time_products(products, args.repeats))
   print("| matmuls per step | GFLOP | median s | GFLOP/s |" +
         (" step s | step / floor |" if args.step_time else ""))

@@ -23,7 +23,6 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 VOCAB = os.path.join(ROOT, "open_seq2seq", "test_utils", "toy_speech_data", "vocab.txt")
 
@@ -142,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--train_batch_size", type=int, default=8)
   parser.add_argument("--steps", type=int, default=8)
   args = parser.parse_args(argv)
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()
   with tempfile.TemporaryDirectory() as tmp:
     make = make_espeak_corpus if args.espeak else make_tone_corpus
     csv_path, seconds = make(tmp, args.utterances)

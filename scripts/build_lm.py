@@ -134,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
   from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
   exit_if_unwritable(args.output, "--output", makes_folders=True)
   start = time.monotonic()
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly(first_op=False)  # the vocabulary's module imports TensorFlow
   from open_seq2seq.errors import OpenSeq2SeqError
   try:
     stats = build_lm(args.text, args.output, args.order, args.vocab_file, args.csv,

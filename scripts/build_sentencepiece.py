@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
   if args.model is not None and args.input:
     raise SystemExit("error: --input is for training; drop it when --model is given")
 
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # open_seq2seq.data imports TensorFlow
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly(first_op=False)  # open_seq2seq.data imports TensorFlow
   from open_seq2seq.data.text2text.sentencepiece_model import (SentencePieceVocab,
                                                                vocab_file_tokens)
   from open_seq2seq.errors import OpenSeq2SeqError

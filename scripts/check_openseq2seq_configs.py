@@ -18,22 +18,26 @@ no data files, so the data need not exist. Each config gets one result:
 * ``gap``: a key or value is rejected that should work -- every rejected key is listed
   (the check removes it and validates again, to find the next one).
 
-The output is a Markdown table (the one in docs/porting.md) followed by the list of gaps.
+The output is a Markdown table (the one in docs/porting.md) followed by the list of gaps and
+the notices; what a config prints or warns while it is loaded and built (e.g. a component's
+``warning:`` line about a key it ignores) is collected into the notices of that config.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import io
 import logging
 import os
 import re
 import shutil
 import sys
 import tempfile
-from typing import Any
+import warnings
+from typing import Any, Iterator
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from open_seq2seq import config as config_lib  # noqa: E402  pylint: disable=wrong-import-position
@@ -209,8 +213,32 @@ def build_errors(params: dict, mode: str) -> list[str]:
   return errors
 
 
+@contextlib.contextmanager
+def _collected_output(lines: list[str]) -> Iterator[None]:
+  """Appends to ``lines`` what the block prints (stdout, stderr, logging's last-resort
+  handler) and the Python warnings it raises, instead of letting them come before the
+  report."""
+  printed = io.StringIO()
+  with warnings.catch_warnings(record=True) as caught, \
+      contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+    try:
+      yield
+    finally:
+      lines += [line.strip() for line in printed.getvalue().splitlines() if line.strip()]
+      lines += [f"{w.category.__name__}: {w.message}" for w in caught]
+
+
 def check_config(original: str, ported_path: str) -> dict[str, Any]:
-  """Ports ``original`` to ``ported_path`` and validates it; returns the findings."""
+  """Ports ``original`` to ``ported_path`` and validates it; returns the findings (what it
+  printed or warned meanwhile is in ``logged``)."""
+  printed: list[str] = []
+  with _collected_output(printed):
+    found = _check_config(original, ported_path)
+  found["logged"] += [line for line in printed if line not in found["logged"]]
+  return found
+
+
+def _check_config(original: str, ported_path: str) -> dict[str, Any]:
   with open(original, encoding="utf-8") as f:
     text = f.read()
   found: dict[str, Any] = {"modes": [], "notes": [], "warnings": [], "missing": [],
@@ -313,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
   if not paths:
     print(f"error: no *.py configs under {args.configs}", file=sys.stderr)
     return 2
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()  # the configs import TensorFlow
   out_dir = args.keep or tempfile.mkdtemp(prefix="ported_configs_")
   try:
     results = {rel: check_config(os.path.join(args.configs, rel), os.path.join(out_dir, rel))

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import glob
-import logging
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 EXIT_DAMAGED, EXIT_USER_ERROR = 1, 2
@@ -98,12 +96,13 @@ def _image_problem(record, image_feature: str) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
   args = build_parser().parse_args(argv)
-  logging.getLogger("tensorflow").setLevel(logging.ERROR)
   try:
     files = record_files(args.paths)
   except FileNotFoundError as e:
     print(f"error: {e}", file=sys.stderr)
     return EXIT_USER_ERROR
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()
   total, damaged = 0, 0
   for path in files:
     count, problems = check_file(path, args.image_feature)
@@ -111,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     damaged += len(problems)
     for line in problems:
       print(line)
-  print(f"checked {total} records in {len(files)} files: {damaged} damaged")
+  print(f"checked {total} record{'s' * (total != 1)} in {len(files)} "
+        f"file{'s' * (len(files) != 1)}: {damaged} damaged")
   return EXIT_DAMAGED if damaged else 0
 
 

@@ -212,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
   alphas, betas = parse_values(args.alpha), parse_values(args.beta)
   beam_widths = parse_values(args.beam_width, int)
 
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly(first_op=False)  # the beam search forks its workers
   from open_seq2seq.data.speech2text.targets import TargetEncoder
   from open_seq2seq.decoders.ctc_beam_search import ctc_greedy_decode
   from open_seq2seq.errors import OpenSeq2SeqError

@@ -9,6 +9,7 @@ while the committed file differs from what this writes.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import enum
 import hashlib
@@ -22,10 +23,9 @@ from typing import Any, Callable, Mapping
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# These import no TensorFlow (--help answers without it); what does is imported where used.
 from open_seq2seq import params_index  # noqa: E402
-from open_seq2seq.training.step_summaries import SUMMARY_NAMES, SummaryNames  # noqa: E402
 from open_seq2seq.utils.params import (REQUIRED, AnyType, DeclaredDict,  # noqa: E402
                                        DeclaredList, Param, _Declared, format_params_table,
                                        int_list)
@@ -96,6 +96,7 @@ def encode_type(t: Any, table_id: Callable[[Mapping[str, Param]], str]) -> Any:
     cells = dict(zip(t.__code__.co_freevars, (c.cell_contents for c in t.__closure__)))
     if int_list(cells["length"], cells["minimum"]).type_name == t.type_name:
       return {"int_list": [cells["length"], cells["minimum"]]}
+  from open_seq2seq.training.step_summaries import SUMMARY_NAMES, SummaryNames
   if type(t) is SummaryNames:  # read by params_index (summary_names.SummaryNames)
     return {"summary_names": list(SUMMARY_NAMES)}
   if type(t) is DeclaredDict:
@@ -343,5 +344,13 @@ def write_index() -> None:
   print(f"wrote {params_index.INDEX_PATH}")
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+  argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0]).parse_args(argv)
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()
   write_index()
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

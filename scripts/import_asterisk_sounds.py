@@ -245,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
   args = parser.parse_args(argv)
   from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
   exit_if_unwritable(args.output_dir, "--output_dir", directory=True)
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()  # reading the audio and the number words import TensorFlow
   summary = import_asterisk_sounds(args.output_dir, args.sounds_dir, args.transcripts,
                                    args.val_size, args.test_size, args.seed, args.sample_freq,
                                    args.trim_db, args.max_seconds, args.limit)

@@ -34,8 +34,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from make_synthetic_speech import ESPEAK_VOICES, ensure_engines, synthesize  # noqa: E402
-from open_seq2seq.data.speech2text.audio import read_audio  # noqa: E402
+# make_synthetic_speech and open_seq2seq.data import TensorFlow: imported where used, so
+# that --help answers without it
 from open_seq2seq.utils.io import atomic_open  # noqa: E402
 
 COMMANDS = "yes no up down left right on off stop go".split()
@@ -58,6 +58,8 @@ def fit_clip(signal: np.ndarray, length: int, rng: np.random.Generator) -> np.nd
 def render_word(job: tuple, sample_freq: int) -> None:
   """Speaks one word, places it in a one-second clip, adds gain and noise, writes PCM 16."""
   import soundfile
+  from make_synthetic_speech import synthesize
+  from open_seq2seq.data.speech2text.audio import read_audio
   word, voice, speed, pitch, seed, out_path = job
   rng = np.random.default_rng(seed)
   with tempfile.TemporaryDirectory() as tmp:
@@ -120,6 +122,7 @@ def make_commands(output_dir: str, words: list[str] | None = None, per_word: int
     raise SystemExit(f"error: --words must be distinct plain words, got {words}")
   if not 0 <= validation + testing < 1:
     raise SystemExit("error: --validation + --testing must be below 1")
+  from make_synthetic_speech import ESPEAK_VOICES, ensure_engines
   ensure_engines(["espeak-ng"])
   pool = list(voices or ESPEAK_VOICES)
   rng = random.Random(seed)
@@ -155,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--testing", type=float, default=0.1,
                       help="share of clips in testing_list.txt")
   parser.add_argument("--voices", default=None,
-                      help=f"comma-separated espeak-ng voices (default: {','.join(ESPEAK_VOICES)})")
+                      help="comma-separated espeak-ng voices (default: the English voices of "
+                           "make_synthetic_speech.py)")
   parser.add_argument("--sample_freq", type=int, default=16000)
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--workers", type=int, default=2, help="espeak-ng processes at once")
@@ -164,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.error("--per_word must be at least 1")
   from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
   exit_if_unwritable(args.output_dir, "--output_dir", directory=True)
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()
   splits = make_commands(args.output_dir, [w.strip() for w in args.words.split(",") if w.strip()],
                          args.per_word, args.validation, args.testing,
                          args.voices.split(",") if args.voices else None,

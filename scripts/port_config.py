@@ -21,7 +21,6 @@ import os
 import sys
 import tokenize
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from open_seq2seq import porting  # noqa: E402  pylint: disable=wrong-import-position
@@ -44,6 +43,9 @@ def port_file(path: str, check_imports: bool = True) -> tuple[porting.PortResult
   """Ports the config at ``path``; returns the result and the file's text encoding."""
   with open(path, "rb") as f:
     raw = f.read()
+  # porting looks names up in TensorFlow and the project's modules (which import it)
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly(first_op=False)
   # The declared (or default) source encoding; "utf-8-sig" keeps a byte-order mark.
   encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
   result = porting.port_source(raw.decode(encoding),

@@ -34,6 +34,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 import tempfile
 
@@ -43,6 +44,14 @@ METADATA_FILE = os.path.join("assets.extra", "open_seq2seq.json")
 KNOWN_OPS_LIBRARIES = {"tensorflow_text": "pip install tensorflow-text"}
 #: Exit statuses: every input served; some inputs failed (the others served); nothing done.
 EXIT_OK, EXIT_SOME_INPUTS_FAILED, EXIT_ERROR = 0, 1, 2
+#: Lines TensorFlow's native libraries write to stderr while they load, before its logging is
+#: set up (TF_CPP_MIN_LOG_LEVEL cannot silence them): absl lines (severity, date, time, thread,
+#: file:line]), their preamble, the CPU-feature notice's second line; and the ERROR line that
+#: only informs, said at the first float16 op: oneDNN falls back to Eigen's kernel.
+_ABSL_LINE = re.compile(r"^([IWEF])\d{4} \d+:\d+:\d+\.\d+ +\d+ [^\]]+\] ")
+_LOADING_NOTICES = ("WARNING: All log messages before absl::InitializeLog() is called",
+                    "To enable the following instructions: ")
+_ONEDNN_FALLBACK = re.compile(r"oneDNN supports DT_\w+ only on platforms with AVX-512")
 
 
 class ExportError(Exception):
@@ -183,6 +192,46 @@ def import_ops_libraries(signature: dict) -> None:
                         f"({first_line(e)}): {KNOWN_OPS_LIBRARIES[module]}") from None
 
 
+def _start_up_noise(line: str, level: int) -> bool:
+  """Whether ``line`` is one of TensorFlow's start-up lines that ``TF_CPP_MIN_LOG_LEVEL=level``
+  would hide (1: INFO, 2: also WARNING and the informational ERROR line)."""
+  if level < 1:
+    return False
+  absl = _ABSL_LINE.match(line)
+  return line.startswith(_LOADING_NOTICES) or bool(absl) and (
+      "IWEF".index(absl.group(1)) < level or level >= 2 and bool(_ONEDNN_FALLBACK.search(line)))
+
+
+def import_tensorflow_quietly(signature: dict):
+  """TensorFlow and the export's ops libraries, imported (and one float16 op run, to have
+  oneDNN's notice said) with file descriptor 2 captured; then every captured line that is not
+  start-up noise goes to stderr as it came. open_seq2seq/utils/quiet_start.py does the same
+  for the toolkit, which this script does not import."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  level = int(os.environ["TF_CPP_MIN_LOG_LEVEL"]) if \
+      os.environ["TF_CPP_MIN_LOG_LEVEL"].isdigit() else 0
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile() as captured:
+    os.dup2(captured.fileno(), 2)
+    try:
+      import_ops_libraries(signature)
+      import tensorflow as tf  # pylint: disable=import-outside-toplevel
+      with tf.device("/CPU:0"):
+        tf.matmul(tf.ones([1, 1], tf.float16), tf.ones([1, 1], tf.float16))
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+      captured.seek(0)
+      kept = [line for line in captured.read().decode("utf-8", "replace").splitlines()
+              if not _start_up_noise(line, level)]
+      if kept:
+        sys.stderr.write("\n".join(kept) + "\n")
+        sys.stderr.flush()
+  return tf
+
+
 def load_serving(tf, export_dir: str):
   """The export's ``serving_default`` function."""
   try:
@@ -282,8 +331,7 @@ def serve_inputs(args: argparse.Namespace) -> int:
   lines = read_lines(args.inputs)  # before the (slow) load: a wrong path fails at once
   (name, spec), = [(n, s) for n, s in signature["inputs"].items() if n != "length"]
   kind = input_kind(name, spec)
-  import_ops_libraries(signature)
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  tf = import_tensorflow_quietly(signature)
   serve = load_serving(tf, args.export_dir)
   writer = OutputWriter(tf, signature, args, len(lines))
   results, failed = [], 0

@@ -19,7 +19,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from open_seq2seq.data.text2speech.numbers import cardinal, ordinal  # noqa: E402
 from open_seq2seq.utils.io import atomic_open  # noqa: E402
 
 #: Digits read one by one (PINs, extensions, decimals).
@@ -29,6 +28,9 @@ SYMBOLS = {"*": " star ", "#": " pound ", "@": " at ", "&": " and ", "%": " perc
 
 
 def _number(match: re.Match, spell_digits_from: int) -> str:
+  # imported here: open_seq2seq.data imports TensorFlow, which the scripts' --help needs not
+  # pylint: disable-next=import-outside-toplevel
+  from open_seq2seq.data.text2speech.numbers import cardinal, ordinal
   digits, suffix = match.group(1), match.group(2)
   text = digits.replace(",", "")
   if suffix:

@@ -190,7 +190,8 @@ class LSTMLM(Model):
     if self.is_lm:
       tokens = values[:, 1].sum()
       mean_nll = values[:, 0].sum() / max(tokens, 1.0)
-      return {"perplexity": float(math.exp(min(mean_nll, 700.0))), "eval_tokens": tokens}
+      # eval_tokens is a count: an int, printed as one
+      return {"perplexity": float(math.exp(min(mean_nll, 700.0))), "eval_tokens": int(tokens)}
     names = [self._name(c) for c in range(self.description.num_classes)]
     return class_report(values[:, 0].astype(int), values[:, 1].astype(int), names)
 

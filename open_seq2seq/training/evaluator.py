@@ -247,9 +247,10 @@ class Evaluator:
     metrics.update(self.model.finalize_evaluation(results))
     step = step if step is not None else self.restored_step
     if self.is_chief:
-      part = f" (first {self.eval_batches} batches: eval_batches)" if self.truncated else ""
+      part = f" (first {reporting.counted(self.eval_batches, 'batch', 'batches')}: " \
+          f"eval_batches)" if self.truncated else ""
       log(f"eval at step {step}{part}: " +
-          ", ".join(f"{k} {format_number(float(v))}" for k, v in metrics.items()))
+          ", ".join(f"{k} {reporting.format_metric(v)}" for k, v in metrics.items()))
       if summaries is not None and step is not None:
         summaries.scalars(step, metrics, prefix="eval/")
     self._keep_if_best(metrics, step)
@@ -261,8 +262,8 @@ class Evaluator:
       return
     if self.truncated:
       if self.is_chief:
-        log(f"not compared with best_models/: this eval read only {self.eval_batches} "
-            f"batches (eval_batches)")
+        log(f"not compared with best_models/: this eval read only "
+            f"{reporting.counted(self.eval_batches, 'batch', 'batches')} (eval_batches)")
       return
     if self.store.maybe_save_best(metric, float(metrics[metric]), higher, step) and \
         self.is_chief:

@@ -23,6 +23,11 @@ from open_seq2seq.outputs import AudioSample, ImageSample, SampleSummary, TextSa
 from open_seq2seq.utils.io import atomic_write_text
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+  """``count`` and ``noun`` in the number it takes: "1 step", "3 steps", "1 batch"."""
+  return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def log(message: str, stream: TextIO | None = None) -> None:
   """One console line with a timestamp (chief only: callers check)."""
   stream = stream or sys.stdout
@@ -61,9 +66,10 @@ class ProgressBar:
       width = 30
       fill = int(width * done / self.total)
       bar = "#" * fill + "." * (width - fill)
-      text = f"{self.label} [{bar}] {done}/{self.total} batches, {elapsed:.1f}s"
+      text = f"{self.label} [{bar}] {done}/{counted(self.total, 'batch', 'batches')}, " \
+          f"{elapsed:.1f}s"
     else:
-      text = f"{self.label} {self.count} batches, {elapsed:.1f}s"
+      text = f"{self.label} {counted(self.count, 'batch', 'batches')}, {elapsed:.1f}s"
     sys.stderr.write(text + end)
     sys.stderr.flush()
 
@@ -283,6 +289,14 @@ class Reporter:
       for line in lines:
         log(line)
       self.summaries.samples(step, items, prefix="train_samples/")
+
+
+def format_metric(value: Any) -> str:
+  """A metric on the console: a count (an integer: ``eval_tokens``) as one, any other value
+  as :func:`format_number` writes a float."""
+  if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    return str(int(value))
+  return format_number(float(value))
 
 
 def format_number(value: Any) -> str:

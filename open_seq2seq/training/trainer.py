@@ -210,9 +210,9 @@ class Trainer:
                         has_loss_scale=self.loss_scaler is not None)
     if self.is_chief:
       n_params = sum(int(np.prod(v.shape)) for v in self.step.variables)
-      log(f"Training {n_params:,} parameters for {max_steps} steps "
-          f"({steps_per_epoch} steps per epoch, {self.backend.num_replicas} replica(s), "
-          f"backend {self.backend.name})")
+      log(f"Training {n_params:,} parameters for {reporting.counted(max_steps, 'step')} "
+          f"({reporting.counted(steps_per_epoch, 'step')} per epoch, "
+          f"{self.backend.num_replicas} replica(s), backend {self.backend.name})")
     try:
       with stopping.deferred():
         last = self._loop(max_steps, reporter, self._samples_fn(first), eval_layer,

@@ -15,11 +15,15 @@ AVX-512 ones included), TensorFlow logs once per process "oneDNN supports DT_HAL
 platforms with AVX-512. Falling back to the default Eigen-based implementation" and runs
 Eigen's kernel. :func:`consume_onednn_dtype_notice` makes TensorFlow say it once, inside the
 filter, as soon as the devices are set up; every other ERROR line still shows.
+
+Scripts call :func:`start_script_quietly` once their arguments are parsed (so ``--help`` and
+argument errors answer at once, without TensorFlow) and before anything imports TensorFlow.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import sys
@@ -103,5 +107,22 @@ def consume_onednn_dtype_notice() -> None:
       tf.matmul(tf.ones([1, 1], tf.float16), tf.ones([1, 1], tf.float16))
 
 
+def start_script_quietly(first_op: bool = True) -> None:
+  """What a script does after parsing its arguments, before anything imports TensorFlow: it
+  starts as ``run.py`` does. ``TF_CPP_MIN_LOG_LEVEL`` defaults to 2 (a value the user set
+  wins), TensorFlow's Python logger shows errors only, and TensorFlow is imported without its
+  start-up lines.
+
+  With ``first_op`` the oneDNN dtype notice is said inside the filter too
+  (:func:`consume_onednn_dtype_notice`); that op starts TensorFlow's runtime, so a script that
+  sets up devices, or forks worker processes, passes False.
+  """
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  logging.getLogger("tensorflow").setLevel(logging.ERROR)
+  import_tensorflow_quietly()
+  if first_op:
+    consume_onednn_dtype_notice()
+
+
 __all__ = ["start_up_noise", "filtered_native_stderr", "import_tensorflow_quietly",
-           "consume_onednn_dtype_notice"]
+           "consume_onednn_dtype_notice", "start_script_quietly"]

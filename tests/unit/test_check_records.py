@@ -52,7 +52,7 @@ def test_the_script_names_each_damaged_record(damaged, capsys):
 def test_the_script_passes_whole_files_and_refuses_missing_ones(tmp_path, capsys):
   paths = image.write_imagenet(str(tmp_path), "train", num_files=1, per_file=3)
   assert check_records.main(paths) == 0
-  assert capsys.readouterr().out.strip() == "checked 3 records in 1 files: 0 damaged"
+  assert capsys.readouterr().out.strip() == "checked 3 records in 1 file: 0 damaged"
   assert check_records.main([str(tmp_path / "nothing")]) == check_records.EXIT_USER_ERROR
 
 

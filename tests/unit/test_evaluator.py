@@ -224,7 +224,7 @@ def test_a_truncated_eval_never_becomes_the_best(eval_data, tmp_path, capsys):
   assert evaluator.truncated and "BLEU" in metrics
   assert evaluator.store.best_info() is None
   out = capsys.readouterr().out
-  assert "eval at step 4 (first 1 batches: eval_batches)" in out
+  assert "eval at step 4 (first 1 batch: eval_batches)" in out
   assert "not compared with best_models/" in out
   whole = Evaluator(model, Backend(), store=evaluator.store)
   whole.evaluate(model.data_layer, step=5)

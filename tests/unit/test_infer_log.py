@@ -51,3 +51,16 @@ def test_infer_prints_metrics_as_eval_does(tmp_path, capsys):
              evaluator, types.SimpleNamespace(data_layer=None),
              types.SimpleNamespace(is_chief=True), str(tmp_path / "run"))
   assert "] WER 0.1235" in capsys.readouterr().out  # 4 decimals, as the eval line
+
+
+def test_one_record_and_count_metrics_read_right(tmp_path, capsys):
+  """Issue 38: "wrote 1 predictions", and a count metric printed with 4 decimals."""
+  evaluator = _Evaluator()
+  evaluator.metrics = {"perplexity": 12.5, "eval_tokens": 4480}
+  evaluator.infer_to = lambda layer, sink: ([(str(tmp_path / "o.csv"), 1)], evaluator.metrics)
+  cli._infer(argparse.Namespace(infer_output_file=str(tmp_path / "o.csv")),  # pylint: disable=protected-access
+             evaluator, types.SimpleNamespace(data_layer=None),
+             types.SimpleNamespace(is_chief=True), str(tmp_path / "run"))
+  lines = [line.split("] ", 1)[1] for line in capsys.readouterr().out.splitlines()]
+  assert lines == [f"wrote 1 prediction to {tmp_path / 'o.csv'}", "perplexity 12.5000",
+                   "eval_tokens 4480"]

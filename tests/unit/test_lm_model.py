@@ -191,6 +191,7 @@ def test_language_model_wiring_eval_perplexity_and_carried_state(tmp_path, wiki)
                            tf.nest.map_structure(lambda t: t.numpy(), out["predictions"]))
   metrics = model.finalize_evaluation(results)
   assert metrics["perplexity"] == pytest.approx(np.exp(loss), rel=1e-4)
+  assert type(metrics["eval_tokens"]) is int  # a count, printed as one (issue 38)
   lines = model.format_samples(tf.nest.map_structure(lambda t: t.numpy(), batch),
                                tf.nest.map_structure(lambda t: t.numpy(), out["predictions"]))
   assert lines[0].startswith("Sample source:") and lines[1].startswith("Sample target:")

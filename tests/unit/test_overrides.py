@@ -6,7 +6,7 @@ import pytest
 
 from open_seq2seq import config as cfg
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.overrides import by_mode
+from open_seq2seq.overrides import by_mode, parse_overrides
 from tests.unit.test_config import CONFIG_FILE
 
 EPOCHS_FILE = CONFIG_FILE.replace('"max_steps": 10', '"num_epochs": 50')
@@ -48,6 +48,23 @@ def test_an_overrides_file_replaces_the_duration_too(tmp_path):
   _, configs = cfg.load_config(path, "train", overrides_file=overrides, notices=notices)
   assert (configs["train"]["max_steps"], configs["train"]["num_epochs"]) == (7, None)
   assert notices == ["--max_steps=7 replaces the config's num_epochs=50"]
+
+
+def test_a_runs_own_max_steps_replaces_num_epochs_without_a_notice(tmp_path):
+  """Issue 38: eval or infer of a run trained with --max_steps replayed its notice; only a
+  --max_steps of this command line says it replaces num_epochs."""
+  path = _write(tmp_path, EPOCHS_FILE)
+  run = parse_overrides(["--max_steps=5"])  # what the run remembers (open_seq2seq.run_settings)
+  for mode in ("eval", "infer", "train"):
+    notices = []
+    _, configs = cfg.load_config(path, mode, notices=notices, run_overrides=run)
+    assert (configs[mode]["max_steps"], configs[mode]["num_epochs"]) == (5, None)
+    assert notices == []
+  notices = []
+  _, configs = cfg.load_config(path, "eval", ["--max_steps=6"], notices=notices,
+                               run_overrides=run)
+  assert configs["eval"]["max_steps"] == 6
+  assert notices == ["--max_steps=6 replaces the config's num_epochs=50"]
 
 
 def test_per_mode_overrides_reach_their_mode_only(tmp_path):

@@ -266,3 +266,20 @@ def test_check_script_classifies(tmp_path):
   assert results["missing.py"]["detail"] == "NoSuchEncoder"
   table = check.report(results)
   assert "| `gap.py` | train, eval | gap |" in table
+
+
+def test_check_script_reports_what_configs_print_after_its_table(tmp_path, capsys):
+  """Issue 38: warnings printed while a config is loaded and built came before the table;
+  they are the notices of their config, in the report."""
+  check = _script("check_openseq2seq_configs")
+  (tmp_path / "noisy.py").write_text(TF1_CONFIG + textwrap.dedent('''\
+      import warnings
+      print("warning: noisy.py says something while it loads")
+      warnings.warn("a Python warning of noisy.py")
+      '''))
+  assert check.main([str(tmp_path)]) == 0
+  out, err = capsys.readouterr()
+  assert err == "" and out.startswith("| config | modes | result | detail |\n"), out[:300]
+  notices = out.split("### Notices", 1)[1]
+  assert "* `noisy.py`: warning: noisy.py says something while it loads" in notices
+  assert "* `noisy.py`: UserWarning: a Python warning of noisy.py" in notices

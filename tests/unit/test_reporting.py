@@ -3,6 +3,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 
 from open_seq2seq.outputs import TextSample
@@ -72,3 +73,24 @@ def test_other_workers_stay_quiet(tmp_path, capsys):
     reporter.step(step, VALUES, lambda: (_ for _ in ()).throw(AssertionError("sampled")))
   reporter.log("hello")
   assert capsys.readouterr().out == ""
+
+
+
+def test_counts_take_the_number_of_their_noun(capsys):
+  """Issue 38: "for 1 steps", "1/1 batches" read wrong."""
+  assert [reporting.counted(n, "step") for n in (0, 1, 2)] == ["0 steps", "1 step", "2 steps"]
+  assert reporting.counted(1, "batch", "batches") == "1 batch"
+  assert reporting.counted(3, "batch", "batches") == "3 batches"
+  for total, drawn in ((1, "] 1/1 batch, "), (2, "] 2/2 batches, "), (None, "eval 1 batch, ")):
+    bar = reporting.ProgressBar("eval", total=total)
+    bar.update(total or 1)
+    bar.close()
+    assert drawn in capsys.readouterr().err
+
+
+def test_count_metrics_print_as_integers():
+  """Issue 38: eval printed "eval_tokens 4480.0000"; a count is an int, printed as one."""
+  assert reporting.format_metric(4480) == "4480"
+  assert reporting.format_metric(np.int64(7)) == "7"
+  assert reporting.format_metric(1.0) == "1.0000"  # a float stays a float, even a whole one
+  assert reporting.format_metric(0.123456) == "0.1235"
