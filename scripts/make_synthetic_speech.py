@@ -6,7 +6,11 @@ or lines of ``--text_file``. Each utterance gets a random voice, speed, pitch, g
 white-noise level, and is resampled to ``--sample_freq``. Dev/test sentences never occur in
 train. Writes ``<split>.csv`` (``wav_filename,wav_filesize,transcript``; paths relative to
 the CSV's folder), ``<split>/*.wav``, ``vocab.txt`` and, with ``--lm``, ``lm.arpa`` (a bigram
-model of the training text for CTC decoding with a language model).
+model of the training text for CTC decoding with a language model). With ``--word_boundaries``
+each word is synthesized alone (same voice, speed and pitch), trimmed of silence (-40 dB) and
+the words are joined with 0.03-0.15 s of silence (0.1-0.3 s before and after), so their
+boundaries are known: the CSV gets a ``words`` column (``word:start-end`` in seconds, the form
+of the infer CSV's word timestamps) for ``scripts/calibrate_timestamps.py``.
 
     python scripts/make_synthetic_speech.py --output_dir=data/synth --splits=train=400,test=40
 
@@ -43,6 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tts_corpus  # noqa: E402
 from open_seq2seq.data.speech2text.audio import read_audio  # noqa: E402
 from open_seq2seq.utils.ngram_lm import write_arpa  # noqa: E402
+from open_seq2seq.utils.word_timestamps import format_words  # noqa: E402
 
 DIGITS = "zero one two three four five six seven eight nine".split()
 ESPEAK_VOICES = ("en-us", "en-us+f3", "en-gb", "en-gb+f2", "en-us+m3", "en-gb-scotland",
@@ -103,21 +108,47 @@ def make_sentences(rng: random.Random, count: int, words: list[str], min_words: 
   return sentences
 
 
-def render(job: tuple, sample_freq: int, noise_db: tuple[float, float]) -> int:
-  """Synthesizes one utterance, adds gain and noise, writes 16-bit PCM; returns its size."""
+def synthesize_words(text: str, engine: str, voice: str, speed: int, pitch: int,
+                     sample_freq: int, rng: np.random.Generator
+                     ) -> tuple[np.ndarray, list[tuple[str, float, float]]]:
+  """Each word alone, trimmed, joined with random silences: (signal, (word, start, end))."""
+  pieces, words, position = [], [], 0
+  with tempfile.TemporaryDirectory() as tmp:
+    raw = os.path.join(tmp, "raw.wav")
+    for i, word in enumerate(text.split()):
+      synthesize(word, engine, voice, speed, pitch, raw)
+      audio = tts_corpus.trim_silence(read_audio(raw, sample_freq, resample=True), sample_freq,
+                                      margin_ms=0.0)
+      gap = int(sample_freq * (rng.uniform(0.1, 0.3) if i == 0 else rng.uniform(0.0, 0.06)))
+      pieces += [np.zeros(gap, np.float32), audio.astype(np.float32)]
+      words.append((word, (position + gap) / sample_freq,
+                    (position + gap + len(audio)) / sample_freq))
+      position += gap + len(audio)
+  pieces.append(np.zeros(int(sample_freq * rng.uniform(0.1, 0.3)), np.float32))
+  return np.concatenate(pieces), words
+
+
+def render(job: tuple, sample_freq: int, noise_db: tuple[float, float],
+           word_boundaries: bool = False) -> tuple[int, list | None]:
+  """Synthesizes one utterance, adds gain and noise, writes 16-bit PCM; returns its size and,
+  with ``word_boundaries`` (words synthesized one by one), its words' (word, start, end)."""
   import soundfile
   text, engine, voice, speed, pitch, seed, out_path = job
   rng = np.random.default_rng(seed)
-  with tempfile.TemporaryDirectory() as tmp:
-    raw = os.path.join(tmp, "raw.wav")
-    synthesize(text, engine, voice, speed, pitch, raw)
-    signal = read_audio(raw, sample_freq, resample=True)
+  words = None
+  if word_boundaries:
+    signal, words = synthesize_words(text, engine, voice, speed, pitch, sample_freq, rng)
+  else:
+    with tempfile.TemporaryDirectory() as tmp:
+      raw = os.path.join(tmp, "raw.wav")
+      synthesize(text, engine, voice, speed, pitch, raw)
+      signal = read_audio(raw, sample_freq, resample=True)
   signal = signal / (np.max(np.abs(signal)) + 1e-6)
   noise = rng.standard_normal(len(signal)) * 10 ** (rng.uniform(*noise_db) / 20)
   signal = (signal + noise) * rng.uniform(0.3, 0.9)
   signal = np.clip(signal, -1.0, 1.0)
   soundfile.write(out_path, signal, sample_freq, subtype="PCM_16")
-  return os.path.getsize(out_path)
+  return os.path.getsize(out_path), words
 
 
 def make_corpus(output_dir: str, splits: dict[str, int], words: list[str] | None = None,
@@ -126,8 +157,8 @@ def make_corpus(output_dir: str, splits: dict[str, int], words: list[str] | None
                 voices: list[str] | None = None, speeds: tuple[int, int] = (140, 190),
                 pitches: tuple[int, int] = (30, 70), noise_db: tuple[float, float] = (-45, -30),
                 sample_freq: int = 16000, seed: int = 0, workers: int = 2,
-                lm: bool = False) -> dict[str, str]:
-  """Writes the corpus and returns ``{split: csv_path}``."""
+                lm: bool = False, word_boundaries: bool = False) -> dict[str, str]:
+  """Writes the corpus and returns ``{split: csv_path}`` (``word_boundaries``: module doc)."""
   engines = list(engines)
   ensure_engines(engines)
   pool = voices_for(engines, voices)
@@ -158,14 +189,17 @@ def make_corpus(output_dir: str, splits: dict[str, int], words: list[str] | None
       jobs.append((text, engine, voice, rng.randint(*speeds), rng.randint(*pitches),
                    rng.randrange(2 ** 31), os.path.join(output_dir, split, f"{i:06d}.wav")))
     with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as executor:
-      sizes = list(executor.map(lambda j: render(j, sample_freq, noise_db), jobs))
+      rendered = list(executor.map(lambda j: render(j, sample_freq, noise_db, word_boundaries),
+                                   jobs))
     csv_path = os.path.join(output_dir, f"{split}.csv")
     tmp = csv_path + ".tmp"
     with open(tmp, "w", encoding="utf-8", newline="") as f:
       writer = csv.writer(f)
-      writer.writerow(["wav_filename", "wav_filesize", "transcript"])
-      for job, size in zip(jobs, sizes):
-        writer.writerow([os.path.join(split, os.path.basename(job[6])), size, job[0]])
+      writer.writerow(["wav_filename", "wav_filesize", "transcript"] +
+                      (["words"] if word_boundaries else []))
+      for job, (size, timed) in zip(jobs, rendered):
+        writer.writerow([os.path.join(split, os.path.basename(job[6])), size, job[0]] +
+                        ([format_words(timed)] if word_boundaries else []))
     os.replace(tmp, csv_path)
     csv_paths[split] = csv_path
   if lm and train_text:
@@ -267,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--workers", type=int, default=2)
   parser.add_argument("--lm", action="store_true", help="also write a bigram lm.arpa")
+  parser.add_argument("--word_boundaries", action="store_true",
+                      help="synthesize words one by one, joined with silences, and write "
+                      "their times (a words column) for calibrate_timestamps.py")
   args = parser.parse_args(argv)
   from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
   exit_if_unwritable(args.output_dir, "--output_dir", directory=True)
@@ -279,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.text_file, encoding="utf-8") as f:
       text_lines = f.read().splitlines()
   if args.tts:
-    for option in ("words", "engines", "voices", "lm"):
+    for option in ("words", "engines", "voices", "lm", "word_boundaries"):
       if getattr(args, option):
         parser.error(f"--{option} applies to speech-recognition corpora, not --tts")
     paths = make_tts_corpus(args.output_dir, parse_splits(args.splits), text_lines=text_lines,
@@ -299,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
                         engines=tuple((args.engines or "espeak-ng,flite").split(",")),
                         voices=args.voices.split(",") if args.voices else None,
                         sample_freq=args.sample_freq, seed=args.seed, workers=args.workers,
-                        lm=args.lm)
+                        lm=args.lm, word_boundaries=args.word_boundaries)
   for split, path in paths.items():
     print(f"{split}: {path}")
   return 0

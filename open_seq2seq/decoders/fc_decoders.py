@@ -30,6 +30,25 @@ def ctc_greedy_ids(logits: tf.Tensor, lengths: tf.Tensor) -> tuple[tf.Tensor, tf
   return decoded.to_tensor(default_value=-1), tf.cast(decoded.row_lengths(), tf.int32)
 
 
+def ctc_greedy_token_frames(logits: tf.Tensor, lengths: tf.Tensor
+                            ) -> tuple[tf.Tensor, tf.Tensor]:
+  """The frames of each greedy id (:func:`ctc_greedy_ids`' order and padding): the first
+  frame of its run on the best path and the frame after its last, padded with -1."""
+  blank = tf.shape(logits)[-1] - 1
+  best = tf.argmax(logits, axis=-1, output_type=tf.int32)
+  valid = tf.sequence_mask(lengths, tf.shape(best)[1])
+  previous = tf.pad(best[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
+  following = tf.pad(best[:, 1:], [[0, 0], [0, 1]], constant_values=-1)
+  following_valid = tf.pad(valid[:, 1:], [[0, 0], [0, 1]])
+  token = valid & (best != blank)
+  first = token & (best != previous)
+  last = token & ((best != following) | ~following_valid)
+  frames = tf.broadcast_to(tf.range(tf.shape(best)[1]), tf.shape(best))
+  starts = tf.ragged.boolean_mask(frames, first).to_tensor(default_value=-1)
+  ends = tf.ragged.boolean_mask(frames + 1, last).to_tensor(default_value=-1)
+  return starts, ends
+
+
 def ctc_beam_ids(logits: tf.Tensor, lengths: tf.Tensor, beam_width: int
                  ) -> tuple[tf.Tensor, tf.Tensor]:
   """TensorFlow's CTC beam search (no language model), padded with -1."""
@@ -53,7 +72,12 @@ class FullyConnectedCTCDecoder(Decoder):
 
   Returns ``logits`` [B, T, V] (float32, in every mode: the CTC loss and LM decoding need
   them), ``src_lengths`` (logit lengths), ``outputs`` (decoded ids padded with -1) and
-  ``final_sequence_lengths``. Greedy decoding by default; ``use_beam_search`` runs
+  ``final_sequence_lengths``; built with ``token_frames`` (the Speech2Text model asks for them
+  in infer modes with ``word_timestamps``), greedy decoding also returns
+  ``token_start_frames`` and ``token_end_frames``, each id's run of frames on the best path
+  ``[start, end)`` padded with -1 (for a beam search's or the LM's result the model aligns
+  the logits itself: :func:`open_seq2seq.utils.word_timestamps.ctc_forced_path`). Greedy
+  decoding by default; ``use_beam_search`` runs
   TensorFlow's CTC beam search; ``use_language_model`` decodes the logits with a CTC prefix
   beam search fused with a KenLM n-gram model, in worker processes on each process's own
   share of the data (:meth:`decode_with_lm`, called by the Speech2Text model's eval/infer
@@ -99,11 +123,13 @@ class FullyConnectedCTCDecoder(Decoder):
 
   def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
                idx2char: Mapping[int, str] | None = None, mode: str = "train",
-               name: str = "decoder", dtype: Any = "float32", initializer: Any = None):
+               name: str = "decoder", dtype: Any = "float32", initializer: Any = None,
+               token_frames: bool = False):
     super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     p = self.params
     self.vocab_size = resolve_size(p, "tgt_vocab_size", vocab_size, "decoder_params")
     self.idx2char = idx2char
+    self.token_frames = token_frames
     if p["use_language_model"] and not p["lm_path"]:
       raise ConfigError("decoder_params/lm_path: use_language_model needs an ARPA/KenLM file")
     if p["use_language_model"] and not os.path.isfile(p["lm_path"]):
@@ -123,6 +149,11 @@ class FullyConnectedCTCDecoder(Decoder):
       ids, id_lengths = ctc_beam_ids(logits, lengths, self.params["beam_width"])
     else:
       ids, id_lengths = ctc_greedy_ids(logits, lengths)
+      if self.token_frames and not training:
+        starts, ends = ctc_greedy_token_frames(logits, lengths)
+        return {"logits": logits, "src_lengths": lengths, "outputs": ids,
+                "final_sequence_lengths": id_lengths, "token_start_frames": starts,
+                "token_end_frames": ends}
     return {"logits": logits, "src_lengths": lengths, "outputs": ids,
             "final_sequence_lengths": id_lengths}
 

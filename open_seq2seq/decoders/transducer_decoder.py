@@ -21,7 +21,10 @@ both ``tf.while_loop`` s (:mod:`open_seq2seq.parts.transducer.search`), so an ex
 decodes either way. Returns ``"outputs"`` (label ids padded with -1),
 ``"final_sequence_lengths"``, ``"scores"`` (log-probability of the result: the greedy path's,
 or the beam's merged alignments') and ``"src_lengths"``, as the CTC decoder does, so that
-Speech2Text turns them into text the same way.
+Speech2Text turns them into text the same way. Built with ``token_frames`` (the Speech2Text
+model asks for them in infer modes with ``word_timestamps``), it also returns the frame each
+label was emitted on (the beam's: of the result's most likely alignment) as
+``"token_start_frames"`` and, one frame later, ``"token_end_frames"`` (padded with -1).
 
 **Memory.** The joint's output is the cost of a transducer: the hidden sum and the logits are
 ``B x T x (U+1) x joint_hidden`` and ``B x T x (U+1) x V`` values (the loss then needs about
@@ -89,9 +92,10 @@ class TransducerDecoder(MemoryDepthDecoder):
 
   def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
                end_symbol: int | None = None, mode: str = "train", name: str = "decoder",
-               dtype: Any = "float32", initializer: Any = None):
+               dtype: Any = "float32", initializer: Any = None, token_frames: bool = False):
     super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     p = self.params
+    self.token_frames = token_frames
     where = self.PARAMS_KEY
     if end_symbol is not None:
       raise ConfigError(f"{where}: a transducer reads targets without <S>/</S>; set "
@@ -139,6 +143,11 @@ class TransducerDecoder(MemoryDepthDecoder):
     if input_dict.get("target_tensors") is not None:
       targets = input_dict["target_tensors"][0]
       return {"logits": self.lattice_logits(frames, targets, training), "src_lengths": lengths}
+    if self.token_frames:
+      ids, id_lengths, scores, emitted_on = self.decode(frames, lengths, return_frames=True)
+      return {"outputs": ids, "final_sequence_lengths": id_lengths, "scores": scores,
+              "src_lengths": lengths, "token_start_frames": emitted_on,
+              "token_end_frames": tf.where(emitted_on >= 0, emitted_on + 1, -1)}
     ids, id_lengths, scores = self.decode(frames, lengths)
     return {"outputs": ids, "final_sequence_lengths": id_lengths, "scores": scores,
             "src_lengths": lengths}
@@ -149,18 +158,20 @@ class TransducerDecoder(MemoryDepthDecoder):
     predicted = self.joint.project_prediction(self.prediction.sequence(targets, training))
     return self.joint.logits(frames[:, :, None], predicted[:, None], training)
 
-  def decode(self, frames: tf.Tensor, lengths: tf.Tensor
-             ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """(ids [B, L] padded with -1, lengths [B], scores [B]) of projected frames [B, T, H]."""
+  def decode(self, frames: tf.Tensor, lengths: tf.Tensor, return_frames: bool = False
+             ) -> tuple[tf.Tensor, ...]:
+    """(ids [B, L] padded with -1, lengths [B], scores [B]) of projected frames [B, T, H],
+    and with ``return_frames`` the frame of each id [B, L] (padded with -1)."""
     p = self.params
     if p["use_beam_search"]:
       rows = tf.shape(frames)[0] * p["beam_width"]
       return alignment_length_synchronous_search(
           frames, lengths, self.prediction.initial_state(rows), self._predict,
-          self._joint_step, self.blank, p["beam_width"], p["max_symbols_per_step"])
+          self._joint_step, self.blank, p["beam_width"], p["max_symbols_per_step"],
+          return_frames=return_frames)
     return greedy_search(frames, lengths, self.prediction.initial_state(tf.shape(frames)[0]),
                          self._predict, self._joint_step, self.blank,
-                         p["max_symbols_per_step"])
+                         p["max_symbols_per_step"], return_frames=return_frames)
 
   def _predict(self, ids: tf.Tensor, state: Any) -> tuple[tf.Tensor, Any]:
     output, state = self.prediction.step(ids, state)

@@ -15,13 +15,17 @@ from open_seq2seq.errors import ConfigError
 from open_seq2seq.losses.transducer_loss import RNNTLoss
 from open_seq2seq.models.model import Model
 from open_seq2seq.outputs import CsvRows, InferenceOutput, NpzArrays, PickledObject
+from open_seq2seq.utils import word_timestamps as wt
 from open_seq2seq.utils.metrics import edit_distance
+from open_seq2seq.utils.params import Param
 
 
 #: Where ``infer_logits_to_pickle`` writes by default (relative to the run's directory).
 LOGITS_FILE = "infer_logits.npz"
 #: An ``infer_logits_file`` with one of these endings gets OpenSeq2Seq's pickle instead.
 PICKLE_SUFFIXES = (".pickle", ".pkl")
+#: The modes whose outputs carry word timestamps (export builds an interactive_infer model).
+TIMESTAMP_MODES = ("infer", "interactive_infer")
 
 
 def _edits(ref: str, hyp: str) -> tuple[int, int, int, int]:
@@ -55,7 +59,25 @@ class Speech2Text(Model):
   :class:`~open_seq2seq.losses.RNNTLoss` (its [B, T, U+1, V] logits) and, like the CTC
   decoders, gives eval and infer the decoded ids (``outputs``) that become the transcripts;
   the two go together (:meth:`connect_components`).
+
+  With ``word_timestamps`` (infer, interactive_infer and export), every word of a transcript
+  gets its start and end in seconds (:mod:`open_seq2seq.utils.word_timestamps`): the infer
+  CSV gains a ``words`` column (``one:0.21-0.52 two:0.70-1.02``), interactive lines a tab
+  and the same text, the export ``words``/``word_start``/``word_end``/``num_words``
+  outputs. The decoder (CTC or transducer) is built with ``token_frames``; a CTC beam
+  search's or the LM's transcript is aligned to the logits here (Viterbi).
   """
+
+  PARAMS = {
+      "word_timestamps": Param(bool, False, "Infer, interactive_infer and export: give each "
+                               "word's start and end in seconds (the CSV's words column)."),
+      "word_start_offset": Param(float, 0.0, "Seconds added to every word start (fit with "
+                                 "scripts/calibrate_timestamps.py)."),
+      "word_end_offset": Param(float, 0.0, "Seconds added to every word end (fit with "
+                               "scripts/calibrate_timestamps.py)."),
+      "word_timestamp_scale": Param(float, 1.0, "Factor on frame times before the offsets "
+                                    "(calibrate_timestamps.py --fit_scale)."),
+  }
 
   best_metric = ("WER", False)
   chance_level = 1.0  # no word right (an empty transcript, or all wrong)
@@ -71,15 +93,24 @@ class Speech2Text(Model):
       symbols = {"go_symbol": description.char2idx[TargetEncoder.START],
                  "end_symbol": description.char2idx[TargetEncoder.END]}
     if slot == "decoder":
+      frames = {"token_frames": True} if self.timestamps else {}
       return {"vocab_size": description.tgt_vocab_size, "idx2char": description.idx2char,
-              **symbols}
+              **symbols, **frames}
     if slot == "loss":
       return {"end_symbol": symbols.get("end_symbol")}
     return {}
 
   def connect_components(self) -> None:
-    """A transducer decoder and the RNN-T loss need each other, with the blank last."""
+    """A transducer decoder and the RNN-T loss need each other, with the blank last; word
+    timestamps need a decoder that times its tokens."""
     transducer = isinstance(self.decoder, TransducerDecoder)
+    if self.timestamps:
+      if not getattr(self.decoder, "token_frames", False):
+        raise ConfigError(f"word_timestamps: needs a CTC or transducer decoder (the frame of "
+                          f"each output token), got {type(self.decoder).__name__}")
+      # which tokens start words, which belong to none
+      self.token_tables = wt.token_tables(self._targets.idx2char, self.decoder.vocab_size,
+                                          self._targets.bpe)
     if self.loss is None:
       return
     if transducer and not isinstance(self.loss, RNNTLoss):
@@ -96,6 +127,45 @@ class Speech2Text(Model):
   @property
   def _targets(self):
     return self.data_layer.targets
+
+  @property
+  def timestamps(self) -> bool:
+    """Whether this model's outputs carry word timestamps (``word_timestamps``, infer modes)."""
+    return bool(self.params.get("word_timestamps")) and self.mode in TIMESTAMP_MODES
+
+  def _token_spans(self, outputs: dict[str, np.ndarray], row: int, text: str
+                   ) -> list[wt.TokenSpan]:
+    """The output tokens of utterance ``row`` with their encoder frames."""
+    logits = outputs["logits"][row, :outputs["src_lengths"][row]] if "logits" in outputs \
+        else None
+    if self.decoder.params.get("use_language_model"):  # align the LM's transcript
+      ids = self._targets.encode(text)
+    else:
+      ids = outputs["outputs"][row, :outputs["final_sequence_lengths"][row]]
+      if "token_start_frames" in outputs:  # greedy CTC, transducer
+        return [wt.TokenSpan(int(i), int(s), int(e)) for i, s, e in zip(
+            ids, outputs["token_start_frames"][row], outputs["token_end_frames"][row])]
+    blank = logits.shape[-1] - 1
+    path = wt.ctc_forced_path(logits, ids, blank)  # a beam search's best alignment
+    return [] if path is None else wt.ctc_path_spans(path, blank)
+
+  def word_timestamps(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                      texts: list[str]) -> list[list[tuple[str, float, float]]]:
+    """``(word, start, end)`` (seconds) of each transcript of a batch (class doc)."""
+    p, targets = self.params, self._targets
+    feature_lengths = batch["source_tensors"][1]
+    stride = float(self.data_layer.params["window_stride"])
+    frame_seconds = stride * wt.subsampling_factor(feature_lengths[:len(texts)],
+                                                   outputs["src_lengths"][:len(texts)])
+    result = []
+    for row, text in enumerate(texts):
+      words = wt.word_spans(self._token_spans(outputs, row, text), *self.token_tables)
+      times = wt.word_times(words, frame_seconds, p["word_start_offset"],
+                            p["word_end_offset"], p["word_timestamp_scale"],
+                            duration=float(feature_lengths[row]) * stride)
+      result.append([(targets.decode(word.tokens).strip(), start, end)
+                     for word, (start, end) in zip(words, times)])
+    return result
 
   def decode_outputs(self, outputs: dict[str, np.ndarray], limit: int | None = None
                      ) -> list[str]:
@@ -143,22 +213,32 @@ class Speech2Text(Model):
             "CER": float(totals[2] / max(totals[3], 1))}
 
   def infer(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
-    """Per utterance: (id, (transcript, logits [T, V] if infer_logits_to_pickle else None))."""
+    """Per utterance: (id, (transcript, logits [T, V] if infer_logits_to_pickle else None)),
+    with word_timestamps (id, (transcript, logits or None, its words' (word, start, end)))."""
     texts = self.decode_outputs(outputs)
-    if not self.decoder.params.get("infer_logits_to_pickle"):
-      return [(int(index), (text, None)) for index, text in zip(batch["id"], texts)]
-    return [(int(index), (text, np.asarray(logits[:n], np.float32)))
-            for index, text, logits, n in zip(batch["id"], texts, outputs["logits"],
-                                               outputs["src_lengths"])]
+    if self.decoder.params.get("infer_logits_to_pickle"):
+      logits = [np.asarray(l[:n], np.float32)
+                for l, n in zip(outputs["logits"], outputs["src_lengths"])]
+    else:
+      logits = [None] * len(texts)
+    if not self.timestamps:
+      return [(int(index), (text, l)) for index, text, l in zip(batch["id"], texts, logits)]
+    return [(int(index), (text, l, words)) for index, text, l, words in
+            zip(batch["id"], texts, logits, self.word_timestamps(batch, outputs, texts))]
 
   def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
                         resolve: Callable[[str], str] = str) -> list[str]:
-    """The transcript of each typed audio path."""
-    return self.decode_outputs(outputs)
+    """The transcript of each typed audio path (and, with word_timestamps, a tab and its
+    words' ``word:start-end``)."""
+    texts = self.decode_outputs(outputs)
+    if not self.timestamps:
+      return texts
+    return [f"{text}\t{wt.format_words(words)}"
+            for text, words in zip(texts, self.word_timestamps(batch, outputs, texts))]
 
   def scoring_results(self, results: list) -> list:
     """The transcripts (scoring reads no logits)."""
-    return [(i, (text, None)) for i, (text, _) in results]
+    return [(i, (text, None)) for i, (text, *_) in results]
 
   def score_inference(self, results: list) -> dict[str, float]:
     """WER/CER of the transcripts when the infer CSVs have a ``transcript`` column."""
@@ -166,30 +246,47 @@ class Speech2Text(Model):
     if not results or layer.interactive_inputs or not any(layer.transcripts):
       return {}
     return self.finalize_evaluation([(i, _edits(layer.transcripts[i], text))
-                                     for i, (text, _) in results])
+                                     for i, (text, *_) in results])
 
   def serving_adapter(self):
     """Exported recognizers take waveforms and return transcripts (the decoder's in-graph
     decoding: greedy CTC, the attention decoder's search or the transducer's greedy / beam
-    search; an n-gram LM is not exported)."""
-    from open_seq2seq.serving.speech import SpeechToTextServing  # pylint: disable=import-outside-toplevel
-    layer = self.data_layer
+    search; an n-gram LM is not exported), with word_timestamps also word times (greedy CTC
+    or transducer)."""
+    # pylint: disable-next=import-outside-toplevel
+    from open_seq2seq.serving.speech import SpeechToTextServing, TimestampSettings
+    layer, p = self.data_layer, self.params
+    timing = None
+    if self.timestamps:
+      if self.decoder.params.get("use_beam_search") and not isinstance(self.decoder,
+                                                                       TransducerDecoder):
+        raise ConfigError("word_timestamps: an exported CTC model times words on its greedy "
+                          "path only; export with --decoder_params/use_beam_search=False")
+      timing = TimestampSettings(float(layer.params["window_stride"]), p["word_start_offset"],
+                                 p["word_end_offset"], p["word_timestamp_scale"],
+                                 *self.token_tables)
     return SpeechToTextServing(layer.extractor.features_graph,
                                layer.params["num_audio_features"], layer.params["pad_to"],
-                               layer.targets, layer.params["sample_freq"])
+                               layer.targets, layer.params["sample_freq"], timing)
 
   def finalize_inference(self, results: list) -> list[InferenceOutput]:
-    """``wav_filename,predicted_transcript`` rows, and the logits if asked for."""
+    """``wav_filename,predicted_transcript`` rows (with word_timestamps, and ``words``), and
+    the logits if asked for."""
     layer = self.data_layer
-    outputs: list[InferenceOutput] = [
-        CsvRows([(i, (layer.wav_filename(i), text)) for i, (text, _) in results],
-                columns=("wav_filename", "predicted_transcript"))]
+    if self.timestamps:
+      rows = CsvRows([(i, (layer.wav_filename(i), text, wt.format_words(words)))
+                      for i, (text, _, words) in results],
+                     columns=("wav_filename", "predicted_transcript", "words"))
+    else:
+      rows = CsvRows([(i, (layer.wav_filename(i), text)) for i, (text, *_) in results],
+                     columns=("wav_filename", "predicted_transcript"))
+    outputs: list[InferenceOutput] = [rows]
     if self.decoder.params.get("infer_logits_to_pickle"):
       # A path the user gives is relative to the working directory; the default goes to the
       # run's directory (relative paths of outputs are relative to it).
       given = self.decoder.params["infer_logits_file"]
       path = os.path.abspath(given) if given else LOGITS_FILE
-      logits = {layer.wav_filename(i): logits for i, (_, logits) in results}
+      logits = {layer.wav_filename(i): logits for i, (_, logits, *_) in results}
       if path.endswith(PICKLE_SUFFIXES):  # OpenSeq2Seq's format, for tools that read it
         outputs.append(PickledObject(logits, path))
       else:

@@ -14,7 +14,7 @@ from open_seq2seq.config import load_config
 from open_seq2seq.losses import rnnt_loss
 from open_seq2seq.training.checkpoints import restore_model_weights
 from open_seq2seq.utils.metrics import word_error_rate
-from tests.helpers import toy
+from tests.helpers import toy, word_timestamps
 from tests.helpers.speech import CONFIG_DIR, VOCAB, held_out_wer
 from tests.learning.test_speech import workdir  # noqa: F401  (the synthetic corpus)
 
@@ -50,6 +50,14 @@ def test_learns_to_transcribe_held_out_speech(trained, workdir):  # noqa: F811
   assert result.returncode == 0, result.stderr[-3000:]
   wer = held_out_wer(output, os.path.join(workdir, "data/synthetic_speech", "test.csv"))
   assert wer < WER_LIMIT, f"held-out WER {wer:.3f}"
+
+
+def test_word_timestamps_of_words_spoken_one_by_one(trained, workdir):  # noqa: F811
+  """The greedy search's emission frames, calibrated, give word boundaries on held-out words
+  synthesised one by one (tests/helpers/word_timestamps.py; measured in
+  docs/speech-recognition.md#word-timestamps)."""
+  word_timestamps.check(word_timestamps.measure(
+      workdir, lambda *extra: run(workdir, "infer", *extra), "transducer"))
 
 
 def test_greedy_and_beam_search_agree_with_the_training_criterion(trained, workdir):  # noqa: F811

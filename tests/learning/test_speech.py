@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from open_seq2seq.utils.metrics import word_error_rate
-from tests.helpers import toy
+from tests.helpers import toy, word_timestamps
 from tests.helpers.speech import CONFIG_DIR, VOCAB, held_out_wer
 from tests.helpers.speech import load_script
 
@@ -67,6 +67,14 @@ def test_learns_to_transcribe_held_out_speech(trained, workdir):
   wer = held_out_wer(output, os.path.join(workdir, "data", "synthetic_speech", "test.csv"))
   assert wer < 0.25, f"held-out WER {wer:.3f}"
   assert "WER" in result.stdout  # the infer CSV has transcripts, so it is scored too
+
+
+def test_word_timestamps_of_words_spoken_one_by_one(trained, workdir):
+  """The greedy CTC path's token runs, calibrated, give word boundaries on held-out words
+  synthesised one by one (tests/helpers/word_timestamps.py; measured in
+  docs/speech-recognition.md#word-timestamps)."""
+  word_timestamps.check(word_timestamps.measure(
+      workdir, lambda *extra: run(workdir, "infer", *extra), "ctc"))
 
 
 def test_eval_and_interactive_infer(trained, workdir):

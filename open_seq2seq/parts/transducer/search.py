@@ -1,6 +1,7 @@
 """Transducer decoding on TensorFlow ops (``tf.while_loop``): batched greedy search and
 alignment-length synchronous beam search. Both trace into a graph, so an exported model
-decodes either way.
+decodes either way. With ``return_frames`` both also say on which frame each label was
+emitted (word timestamps, :mod:`open_seq2seq.utils.word_timestamps`).
 
 The searches see the networks through two functions on flat batches of N rows:
 
@@ -67,8 +68,8 @@ def _log_probs(logits: tf.Tensor) -> tf.Tensor:
 
 
 def greedy_search(frames: tf.Tensor, lengths: tf.Tensor, state: Any, predict: Predict,
-                  joint: Joint, blank: int, max_symbols: int
-                  ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+                  joint: Joint, blank: int, max_symbols: int, return_frames: bool = False
+                  ) -> tuple[tf.Tensor, ...]:
   """Batched greedy decoding (module doc).
 
   Args:
@@ -78,11 +79,13 @@ def greedy_search(frames: tf.Tensor, lengths: tf.Tensor, state: Any, predict: Pr
     predict, joint: the networks (module doc).
     blank: the blank's class id.
     max_symbols: labels emitted on one frame at most (>= 1).
+    return_frames: also return the frame each label was emitted on.
 
   Returns:
     ``(ids [B, L] int32 padded with -1, label counts [B] int32, scores [B] float32)``, the
     score being the log-probability of the alignment the search took (a move forced by
-    ``max_symbols`` counts as the blank it is).
+    ``max_symbols`` counts as the blank it is), and with ``return_frames`` the emission
+    frames [B, L] int32 (padded with -1).
   """
   batch = tf.shape(frames)[0]
   # one more (never active) frame: a row that is done reads it, even when T is 0
@@ -92,8 +95,9 @@ def greedy_search(frames: tf.Tensor, lengths: tf.Tensor, state: Any, predict: Pr
   zeros = tf.zeros([batch], tf.int32)
   tokens = tf.TensorArray(tf.int32, size=0, dynamic_size=True)
   emitted = tf.TensorArray(tf.bool, size=0, dynamic_size=True)
+  on_frame = tf.TensorArray(tf.int32, size=0, dynamic_size=True)
 
-  def body(i, t, count, score, predicted, state, tokens, emitted):
+  def body(i, t, count, score, predicted, state, tokens, emitted, on_frame):
     active = t < lengths
     frame = tf.gather(frames, t, batch_dims=1)
     log_probs = _log_probs(joint(frame, predicted))
@@ -106,23 +110,31 @@ def greedy_search(frames: tf.Tensor, lengths: tf.Tensor, state: Any, predict: Pr
     score += tf.where(active, tf.gather(log_probs, taken, batch_dims=1), 0.0)
     count = tf.where(advance, 0, count + tf.cast(emit, tf.int32))
     return (i + 1, t + tf.cast(advance, tf.int32), count, score, predicted, state,
-            tokens.write(i, best), emitted.write(i, emit))
+            tokens.write(i, best), emitted.write(i, emit), on_frame.write(i, t))
 
   # at least one iteration, so that the arrays are never empty (stack needs an element)
   loop = tf.while_loop(
       lambda i, t, *_: (i == 0) | tf.reduce_any(t < lengths), body,
-      (tf.constant(0), zeros, zeros, tf.zeros([batch]), predicted, state, tokens, emitted))
-  score, tokens, emitted = loop[3], loop[6], loop[7]
-  # [iterations, B] -> each row's emitted labels in order
-  tokens = tf.transpose(tf.reshape(tokens.stack(), [-1, batch]))
+      (tf.constant(0), zeros, zeros, tf.zeros([batch]), predicted, state, tokens, emitted,
+       on_frame))
+  score, tokens, emitted, on_frame = loop[3], loop[6], loop[7], loop[8]
+
+  def rows(array):  # [iterations, B] -> each row's emitted labels in order
+    return tf.ragged.boolean_mask(tf.transpose(tf.reshape(array.stack(), [-1, batch])),
+                                  emitted)
+
   emitted = tf.transpose(tf.reshape(emitted.stack(), [-1, batch]))
-  labels = tf.ragged.boolean_mask(tokens, emitted)
-  return labels.to_tensor(default_value=-1), tf.cast(labels.row_lengths(), tf.int32), score
+  labels = rows(tokens)
+  result = (labels.to_tensor(default_value=-1), tf.cast(labels.row_lengths(), tf.int32), score)
+  if return_frames:
+    result += (rows(on_frame).to_tensor(default_value=-1),)
+  return result
 
 
 def alignment_length_synchronous_search(
     frames: tf.Tensor, lengths: tf.Tensor, state: Any, predict: Predict, joint: Joint,
-    blank: int, beam_width: int, max_symbols: int) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    blank: int, beam_width: int, max_symbols: int, return_frames: bool = False
+    ) -> tuple[tf.Tensor, ...]:
   """Beam search over alignment lengths, equal label sequences merged (module doc).
 
   Args:
@@ -133,11 +145,14 @@ def alignment_length_synchronous_search(
     blank: the blank's class id.
     beam_width: hypotheses kept per utterance (K).
     max_symbols: labels one alignment emits on one frame at most (>= 1).
+    return_frames: also return the frame each label was emitted on.
 
   Returns:
     ``(ids [B, L] int32 padded with -1, label counts [B] int32, scores [B] float32)`` of the
     best finished hypothesis, its score the log of the summed probability of its merged
-    alignments (0 and no labels for an utterance of no frames).
+    alignments (0 and no labels for an utterance of no frames), and with ``return_frames``
+    the emission frames [B, L] int32 (padded with -1) of its most likely alignment (merged
+    hypotheses keep the frames of the best of them).
   """
   batch, steps = tf.shape(frames)[0], tf.shape(frames)[1]
   width = beam_width
@@ -149,8 +164,10 @@ def alignment_length_synchronous_search(
   scores = tf.tile(tf.concat([[0.0], tf.fill([width - 1], NEG_INF)], 0)[None], [batch, 1])
   zeros = tf.zeros([batch, width], tf.int32)
   labels = tf.zeros([batch, width, room], tf.int32)  # beyond a hypothesis' length: zeros
+  label_frames = tf.zeros([batch, width, room], tf.int32)  # the frame of each label
   final_scores = tf.where(lengths > 0, NEG_INF, 0.0)
   final_labels, final_counts = tf.zeros([batch, room], tf.int32), tf.zeros([batch], tf.int32)
+  final_frames = tf.zeros([batch, room], tf.int32)
   positions = tf.range(room)
   earlier = tf.range(width)[:, None] < tf.range(width)[None, :]  # [i, j]: slot i before j
   base = tf.range(batch)[:, None] * width  # row of each utterance's first hypothesis
@@ -160,8 +177,8 @@ def alignment_length_synchronous_search(
     # every continuation of a live hypothesis is less likely than it
     return tf.reduce_logsumexp(scores, axis=1) > final_scores
 
-  def body(i, scores, labels, counts, frame_index, in_frame, predicted, state, final_scores,
-           final_labels, final_counts):
+  def body(i, scores, labels, label_frames, counts, frame_index, in_frame, predicted, state,
+           final_scores, final_labels, final_frames, final_counts):
     active = searching(scores, final_scores)
     frame = tf.gather(frames, tf.minimum(frame_index, steps), batch_dims=1)  # [B, K, H]
     log_probs = _log_probs(joint(tf.reshape(frame, [batch * width, -1]), predicted))
@@ -184,6 +201,8 @@ def alignment_length_synchronous_search(
     best_parent = tf.gather(parent, best, batch_dims=1)
     final_labels = tf.where(better[:, None], tf.gather(labels, best_parent, batch_dims=1),
                             final_labels)
+    final_frames = tf.where(better[:, None],
+                            tf.gather(label_frames, best_parent, batch_dims=1), final_frames)
     final_counts = tf.where(better, tf.gather(counts, best_parent, batch_dims=1), final_counts)
     top_scores = tf.where(finished, NEG_INF, top_scores)
     new_labels = tf.gather(labels, parent, batch_dims=1)
@@ -191,7 +210,10 @@ def alignment_length_synchronous_search(
     append = emit[:, :, None] & tf.equal(positions, new_counts[:, :, None])
     new_labels = tf.where(append, token[:, :, None], new_labels)
     new_counts += tf.cast(emit, tf.int32)
-    new_frame_index = tf.gather(frame_index, parent, batch_dims=1) + tf.cast(~emit, tf.int32)
+    parent_frame = tf.gather(frame_index, parent, batch_dims=1)
+    new_label_frames = tf.where(append, parent_frame[:, :, None],
+                                tf.gather(label_frames, parent, batch_dims=1))
+    new_frame_index = parent_frame + tf.cast(~emit, tf.int32)
     new_in_frame = tf.where(emit, tf.gather(in_frame, parent, batch_dims=1) + 1, 0)
     flat_parent = tf.reshape(base + parent, [-1])
     parent_predicted, parent_state = tf.nest.map_structure(
@@ -206,24 +228,28 @@ def alignment_length_synchronous_search(
     merged = tf.reduce_logsumexp(tf.where(same, top_scores[:, :, None], NEG_INF), axis=1)
     new_scores = tf.where(~tf.reduce_any(same & earlier, axis=1), merged, NEG_INF)
     # utterances whose search is over keep their beam
-    scores, labels, counts, frame_index, in_frame = _select(
-        active, (new_scores, new_labels, new_counts, new_frame_index, new_in_frame),
-        (scores, labels, counts, frame_index, in_frame))
+    scores, labels, label_frames, counts, frame_index, in_frame = _select(
+        active, (new_scores, new_labels, new_label_frames, new_counts, new_frame_index,
+                 new_in_frame),
+        (scores, labels, label_frames, counts, frame_index, in_frame))
     predicted, state = _select(tf.repeat(active, width), (new_predicted, new_state),
                                (predicted, state))
-    return (i + 1, scores, labels, counts, frame_index, in_frame, predicted, state,
-            final_scores, final_labels, final_counts)
+    return (i + 1, scores, labels, label_frames, counts, frame_index, in_frame, predicted,
+            state, final_scores, final_labels, final_frames, final_counts)
 
   # each step adds a blank or a label to every live alignment: T (1 + max_symbols) bound it
   limit = (steps + 1) * (max_symbols + 1)
   loop = tf.while_loop(
-      lambda i, scores, *rest: (i < limit) & tf.reduce_any(searching(scores, rest[-3])), body,
-      (tf.constant(0), scores, labels, zeros, zeros, zeros, predicted, state, final_scores,
-       final_labels, final_counts))
-  final_scores, final_labels, final_counts = loop[-3:]
+      lambda i, scores, *rest: (i < limit) & tf.reduce_any(searching(scores, rest[-4])), body,
+      (tf.constant(0), scores, labels, label_frames, zeros, zeros, zeros, predicted, state,
+       final_scores, final_labels, final_frames, final_counts))
+  final_scores, final_labels, final_frames, final_counts = loop[-4:]
   longest = tf.reduce_max(tf.concat([final_counts, [0]], 0))
-  ids = tf.where(positions[None] < final_counts[:, None], final_labels, -1)[:, :longest]
-  return ids, final_counts, final_scores
+  valid = positions[None] < final_counts[:, None]
+  result = (tf.where(valid, final_labels, -1)[:, :longest], final_counts, final_scores)
+  if return_frames:
+    result += (tf.where(valid, final_frames, -1)[:, :longest],)
+  return result
 
 
 __all__ = ["greedy_search", "alignment_length_synchronous_search"]
