@@ -10,6 +10,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from open_seq2seq.decoders import decoding
 from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, EmbeddingSharingDecoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
@@ -41,11 +42,13 @@ class ConvS2SDecoder(EmbeddingSharingDecoder):
   With targets (teacher forcing) the decoder reads ``[GO_SYMBOL] + ids[:-1]`` and returns
   ``"logits"`` [B, T, vocab] float32 aligned with ``ids``, ``"outputs"`` (argmax) and
   ``"final_sequence_lengths"``. Without targets it decodes at most the source length +
-  ``extra_decode_length`` tokens, greedily (``beam_size`` 1) or by beam search (GNMT length
-  penalty ``alpha``), and returns ``"outputs"`` [B, T'] int32 (PAD_SYMBOL after END_SYMBOL),
-  ``"final_sequence_lengths"`` and ``"scores"``. Decoding is incremental: every conv keeps its
-  last ``kernel_width - 1`` inputs in the search state, so a step costs one pass through the
-  layers at one position.
+  ``extra_decode_length`` tokens, greedily (``beam_size`` 1), by beam search (GNMT length
+  penalty ``alpha``) or by sampling (:mod:`open_seq2seq.decoders.decoding`; never PAD or
+  GO), and returns ``"outputs"`` [B, T'] int32 (PAD_SYMBOL after END_SYMBOL),
+  ``"final_sequence_lengths"``, ``"scores"`` and, with ``n_best`` > 1, the ``"nbest_*"``
+  outputs (the input's ``"source_tensors"``, when given, seed each example's samples).
+  Decoding is incremental: every conv keeps its last ``kernel_width - 1`` inputs in the
+  search state, so a step costs one pass through the layers at one position.
 
   The vocabulary size is ``tgt_vocab_size`` if set, else ``vocab_size`` (from the model).
   """
@@ -76,6 +79,7 @@ class ConvS2SDecoder(EmbeddingSharingDecoder):
                                    "Decode at most source length + this many tokens."),
       "min_decode_length": MIN_DECODE_LENGTH,
       "beam_stop": BEAM_STOP,
+      **decoding.DECODING_PARAMS,
       "EOS_ID": Param(int, 3, "Ignored: decoding stops at END_SYMBOL, the end id of the "
                       "data layer's vocabulary (OpenSeq2Seq's beam search alone read EOS_ID)."),
       "GO_SYMBOL": Param(int, 2, "Id fed as the first decoder input."),
@@ -85,7 +89,8 @@ class ConvS2SDecoder(EmbeddingSharingDecoder):
 
   def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
                mode: str = "train", name: str = "convs2s_decoder",
-               dtype: Any = "float32", initializer: Any = None):
+               dtype: Any = "float32", initializer: Any = None,
+               random_seed: int | None = None):
     super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     p = self.params
     self.conv_spec = conv_layers(p, "decoder_params", "decoder_layers")
@@ -93,6 +98,8 @@ class ConvS2SDecoder(EmbeddingSharingDecoder):
                          ("min_decode_length", 0)):
       if p[key] < minimum:
         raise ConfigError(f"decoder_params/{key}: must be >= {minimum}, got {p[key]}")
+    decoding.Decoding.from_params(p, p["beam_size"], "beam_size")
+    self.random_seed = random_seed  # of the samples (decoding.decode)
     self.vocab_size = resolve_size(p, "tgt_vocab_size", vocab_size, "decoder_params")
     emb = p["tgt_emb_size"]
     self.out_emb_size = p["out_emb_size"] if p["out_emb_size"] is not None else emb
@@ -218,7 +225,7 @@ class ConvS2SDecoder(EmbeddingSharingDecoder):
     embedding = self.embedding
     memory = self._memory(encoder_output)
     if input_dict.get("target_tensors") is None:
-      return self._predict(memory, embedding)
+      return self._predict(memory, embedding, input_dict.get("source_tensors"))
     targets, target_lengths = input_dict["target_tensors"]
     target_lengths = tf.cast(target_lengths, tf.int32)
     logits = self._teacher_forcing(tf.cast(targets, tf.int32), target_lengths, memory,
@@ -256,17 +263,17 @@ class ConvS2SDecoder(EmbeddingSharingDecoder):
     x, caches = self._stack(x, target_embed, memory, False, None, caches)
     return self._logits(x, embedding, False)[:, 0], caches
 
-  def _predict(self, memory: tuple, embedding: Any) -> dict:
+  def _predict(self, memory: tuple, embedding: Any, sources: tuple | None = None) -> dict:
     p = self.params
-    beam_size = p["beam_size"]
+    search = decoding.Decoding.from_params(p, p["beam_size"], "beam_size")
     keys = memory[0]
     batch_size = tf.shape(keys)[0]
     # sqrt(length)^2 rounds in half precision: take the lengths from the mask instead.
     src_lengths = tf.reduce_sum(tf.cast(memory[2], tf.int32), axis=1)
     decode_lengths = src_lengths + p["extra_decode_length"]
-    if beam_size > 1:
+    if search.rows > 1:
       # Tiled once and captured by the step function; only the caches follow the beams.
-      memory = beam_search.tile_beam(memory, beam_size)
+      memory = beam_search.tile_beam(memory, search.rows)
     caches = self.initial_caches(batch_size)
     # Width-1 convs have no cache: keep the state a list of tensors only.
     slots = [k for k, cache in enumerate(caches) if cache is not None]
@@ -280,15 +287,6 @@ class ConvS2SDecoder(EmbeddingSharingDecoder):
 
     state = [caches[k] for k in slots]
     go = tf.fill([batch_size], p["GO_SYMBOL"])
-    if beam_size == 1:
-      ids, scores, lengths = beam_search.greedy_decode(
-          step, go, decode_lengths, p["END_SYMBOL"], states=state, pad_id=p["PAD_SYMBOL"],
-          min_length=p["min_decode_length"])
-    else:
-      result = beam_search.beam_search(step, go, beam_size, decode_lengths, self.vocab_size,
-                                       p["alpha"], p["END_SYMBOL"], states=state,
-                                       pad_id=p["PAD_SYMBOL"],
-                                       min_length=p["min_decode_length"],
-                                       stop=p["beam_stop"])
-      ids, scores, lengths = result.ids[:, 0], result.scores[:, 0], result.lengths[:, 0]
-    return {"outputs": ids, "final_sequence_lengths": lengths, "scores": scores}
+    return decoding.decode(search, step, go, decode_lengths, p, self.vocab_size,
+                           alpha=p["alpha"], states=state, seed=self.random_seed,
+                           sources=sources)

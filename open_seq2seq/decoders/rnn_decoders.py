@@ -21,11 +21,14 @@ float32 aligned with the target ids, ``"outputs"`` (their argmax), ``"final_sequ
 and ``"alignments"`` [B, T, S] (float32 attention weights of every step).
 
 **Inference** (no targets): at most ``2 * source length + extra_decode_length`` tokens per
-example (OpenSeq2Seq decoded up to twice the longest source of the batch), greedily or, in
-:class:`BeamSearchRNNDecoderWithAttention` with ``beam_width`` > 1, by beam search with
-GNMT's length and coverage penalties. Returns ``"outputs"`` [B, T'] int32 (no GO symbol,
-PAD_SYMBOL after END_SYMBOL), ``"final_sequence_lengths"`` (tokens including END_SYMBOL) and
-``"scores"`` (penalised score of the best beam; summed log-probability when greedy).
+example (OpenSeq2Seq decoded up to twice the longest source of the batch), greedily, by
+sampling or, in :class:`BeamSearchRNNDecoderWithAttention` with ``beam_width`` > 1, by beam
+search with GNMT's length and coverage penalties (:mod:`open_seq2seq.decoders.decoding`;
+never PAD or GO). Returns ``"outputs"`` [B, T'] int32 (no GO symbol, PAD_SYMBOL after
+END_SYMBOL), ``"final_sequence_lengths"`` (tokens including END_SYMBOL), ``"scores"``
+(penalised score of the best beam; summed log-probability when greedy or sampled) and, with
+``n_best`` > 1, the ``"nbest_*"`` outputs (the input's ``"source_tensors"``, when given, seed
+each example's samples).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from open_seq2seq.decoders import decoding
 from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, MemoryDepthDecoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
@@ -104,6 +108,7 @@ class RNNDecoderWithAttention(MemoryDepthDecoder):
                                    "this many tokens per example."),
       "min_decode_length": MIN_DECODE_LENGTH,
       "beam_stop": BEAM_STOP,
+      **decoding.DECODING_PARAMS,
       "use_swap_memory": Param(bool, False, "Ignored: TF 2 while loops do not swap their "
                                "activations to host memory (tf.while_loop drops swap_memory)."),
       "time_major": Param(bool, False, "Ignored: tensors stay batch-major (a TF 1 layout "
@@ -116,9 +121,11 @@ class RNNDecoderWithAttention(MemoryDepthDecoder):
 
   def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
                mode: str = "train", name: str = "rnn_decoder_with_attention",
-               dtype: Any = "float32", initializer: Any = None):
+               dtype: Any = "float32", initializer: Any = None,
+               random_seed: int | None = None):
     super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     p = self.params
+    self.random_seed = random_seed  # of the samples (decoding.decode)
     for key, minimum in (("decoder_layers", 1), ("tgt_emb_size", 1),
                          ("attention_layer_size", 1), ("extra_decode_length", 0),
                          ("min_decode_length", 0)):
@@ -127,6 +134,7 @@ class RNNDecoderWithAttention(MemoryDepthDecoder):
     for key in ("decoder_dp_input_keep_prob", "decoder_dp_output_keep_prob"):
       if not 0.0 < p[key] <= 1.0:
         raise ConfigError(f"decoder_params/{key}: must be in (0, 1], got {p[key]}")
+    self._search_settings()  # checks the inference keys now
     self.vocab_size = resolve_size(p, "tgt_vocab_size", vocab_size, "decoder_params")
     policy = self.dtype_policy
     kind = p["attention_type"]
@@ -264,16 +272,16 @@ class RNNDecoderWithAttention(MemoryDepthDecoder):
       return None
     return tf.cast(self.seed_generator.next(), tf.int64)
 
-  def _search_settings(self) -> tuple[int, float, float]:
-    """(beam width, length penalty, coverage penalty) of inference: greedy here."""
-    return 1, 0.0, 0.0
+  def _search_settings(self) -> tuple[decoding.Decoding, float, float]:
+    """(decoding, length penalty, coverage penalty) of inference: greedy or sampling here."""
+    return decoding.Decoding.from_params(self.params, 1, ""), 0.0, 0.0
 
   # ----------------------------------------------------------------- modes
   def call(self, input_dict: dict, training: bool | None = None) -> dict:
     memory, src_lengths = self._memory(input_dict["encoder_output"])
     table = self._embedding_table()
     if input_dict.get("target_tensors") is None:
-      return self._predict(memory, src_lengths, table)
+      return self._predict(memory, src_lengths, table, input_dict.get("source_tensors"))
     targets, target_lengths = input_dict["target_tensors"]
     logits, alignments = self._teacher_forcing(tf.cast(targets, tf.int32), memory, table,
                                                training)
@@ -304,33 +312,25 @@ class RNNDecoderWithAttention(MemoryDepthDecoder):
     alignments = tf.transpose(alignments.stack(), [1, 0, 2])
     return self._logits(outputs), alignments
 
-  def _predict(self, memory: AttentionMemory, src_lengths: tf.Tensor, table: tf.Tensor
-               ) -> dict:
+  def _predict(self, memory: AttentionMemory, src_lengths: tf.Tensor, table: tf.Tensor,
+               sources: tuple | None = None) -> dict:
     p = self.params
-    beam_width, alpha, beta = self._search_settings()
+    search, alpha, beta = self._search_settings()
     batch_size = tf.shape(src_lengths)[0]
     decode_lengths = 2 * src_lengths + p["extra_decode_length"]
-    state = self.cell.initial_state(batch_size, memory)  # beam_search tiles it itself
-    if beam_width > 1:
-      memory = beam_search.tile_beam(memory, beam_width)
+    state = self.cell.initial_state(batch_size, memory)  # the search tiles it itself
+    if search.rows > 1:
+      memory = beam_search.tile_beam(memory, search.rows)
 
     def step(ids, i, state):
       output, state, _ = self.cell.step(tf.gather(table, ids), state, memory)
       return self._logits(output), state
 
     go = tf.fill([batch_size], p["GO_SYMBOL"])
-    if beam_width == 1:
-      ids, scores, lengths = beam_search.greedy_decode(
-          step, go, decode_lengths, p["END_SYMBOL"], states=state, pad_id=p["PAD_SYMBOL"],
-          min_length=p["min_decode_length"])
-    else:
-      result = beam_search.beam_search(
-          step, go, beam_width, decode_lengths, self.vocab_size, alpha, p["END_SYMBOL"],
-          states=state, pad_id=p["PAD_SYMBOL"], coverage_penalty=beta,
-          min_length=p["min_decode_length"], stop=p["beam_stop"],
-          coverage_fn=lambda s: beam_search.coverage_score(s["coverage"], memory.mask))
-      ids, scores, lengths = result.ids[:, 0], result.scores[:, 0], result.lengths[:, 0]
-    return {"outputs": ids, "final_sequence_lengths": lengths, "scores": scores}
+    return decoding.decode(
+        search, step, go, decode_lengths, p, self.vocab_size, alpha=alpha, states=state,
+        coverage_penalty=beta, seed=self.random_seed, sources=sources,
+        coverage_fn=lambda s: beam_search.coverage_score(s["coverage"], memory.mask))
 
 
 class BeamSearchRNNDecoderWithAttention(RNNDecoderWithAttention):
@@ -351,20 +351,14 @@ class BeamSearchRNNDecoderWithAttention(RNNDecoderWithAttention):
                                 "(0: none; not in OpenSeq2Seq)."),
   }
 
-  def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
-               mode: str = "train", name: str = "rnn_decoder_with_attention",
-               dtype: Any = "float32", initializer: Any = None):
-    super().__init__(params, vocab_size=vocab_size, mode=mode, name=name, dtype=dtype,
-                     initializer=initializer)
+  def _search_settings(self) -> tuple[decoding.Decoding, float, float]:
     p = self.params
     for key, minimum in (("beam_width", 1), ("length_penalty", 0.0),
                          ("coverage_penalty", 0.0)):
       if p[key] < minimum:
         raise ConfigError(f"decoder_params/{key}: must be >= {minimum}, got {p[key]}")
-
-  def _search_settings(self) -> tuple[int, float, float]:
-    p = self.params
-    return p["beam_width"], p["length_penalty"], p["coverage_penalty"]
+    return (decoding.Decoding.from_params(p, p["beam_width"], "beam_width"),
+            p["length_penalty"], p["coverage_penalty"])
 
 
 __all__ = ["RNNDecoderWithAttention", "BeamSearchRNNDecoderWithAttention"]

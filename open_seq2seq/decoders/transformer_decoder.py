@@ -9,6 +9,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from open_seq2seq.decoders import decoding
 from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, EmbeddingSharingDecoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
@@ -86,10 +87,13 @@ class TransformerDecoder(EmbeddingSharingDecoder):
 
   Without targets it decodes incrementally (cached keys/values) for at most the source
   length + ``extra_decode_length`` tokens per example: greedily when ``beam_size`` is 1, else
-  by beam search with the GNMT length penalty ``alpha``. It returns ``"outputs"``
+  by beam search with the GNMT length penalty ``alpha``, or by random sampling
+  (:mod:`open_seq2seq.decoders.decoding`; never PAD or GO). It returns ``"outputs"``
   [B, T'] int32 (best hypothesis, no GO symbol, PAD_SYMBOL after END_SYMBOL),
   ``"final_sequence_lengths"`` [B] (tokens including END_SYMBOL) and ``"scores"`` [B]
-  (length-penalised score of the best beam; summed log-probability when greedy).
+  (length-penalised score of the best beam; summed log-probability when greedy or sampled),
+  and with ``n_best`` > 1 the ``"nbest_*"`` outputs. The input may carry the batch's
+  ``"source_tensors"``, from which each example's samples follow.
 
   The vocabulary size is ``tgt_vocab_size`` if set, else ``vocab_size`` (which the model
   takes from its data layer's description). With ``shared_embed`` the decoder has no
@@ -107,6 +111,7 @@ class TransformerDecoder(EmbeddingSharingDecoder):
                                    "Decode at most source length + this many tokens."),
       "min_decode_length": MIN_DECODE_LENGTH,
       "beam_stop": BEAM_STOP,
+      **decoding.DECODING_PARAMS,
       "EOS_ID": Param(int, 3, "Ignored: every decoder stops at END_SYMBOL, the end id of the "
                       "data layer's vocabulary (OpenSeq2Seq's beam search alone read EOS_ID)."),
       "GO_SYMBOL": Param(int, 2, "Id fed as the first decoder input."),
@@ -120,7 +125,8 @@ class TransformerDecoder(EmbeddingSharingDecoder):
 
   def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
                mode: str = "train", name: str = "transformer_decoder",
-               dtype: Any = "float32", initializer: Any = None):
+               dtype: Any = "float32", initializer: Any = None,
+               random_seed: int | None = None):
     super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     p = self.params
     check_shared_params(p, "decoder_params")
@@ -129,6 +135,8 @@ class TransformerDecoder(EmbeddingSharingDecoder):
                          ("min_decode_length", 0)):
       if p[key] < minimum:
         raise ConfigError(f"decoder_params/{key}: must be >= {minimum}, got {p[key]}")
+    decoding.Decoding.from_params(p, p["beam_size"], "beam_size")
+    self.random_seed = random_seed  # of the samples (decoding.decode)
     self.vocab_size = resolve_size(p, "tgt_vocab_size", vocab_size, "decoder_params")
     initializer = self.kernel_initializer()
     policy = self.dtype_policy
@@ -197,7 +205,7 @@ class TransformerDecoder(EmbeddingSharingDecoder):
     encoder_output = input_dict["encoder_output"]
     embedding = self.embedding
     if input_dict.get("target_tensors") is None:
-      return self._predict(encoder_output, embedding)
+      return self._predict(encoder_output, embedding, input_dict.get("source_tensors"))
     targets, target_lengths = input_dict["target_tensors"]
     logits = self._teacher_forcing(targets, target_lengths, encoder_output, embedding,
                                    training)
@@ -224,10 +232,12 @@ class TransformerDecoder(EmbeddingSharingDecoder):
       x = layer(x, memory, self_bias, memory_bias, training=training, padding_mask=mask)
     return self._logits(x, embedding, training, mask)
 
-  def _predict(self, encoder_output: dict, embedding: EmbeddingSharedWeights) -> dict:
+  def _predict(self, encoder_output: dict, embedding: EmbeddingSharedWeights,
+               sources: tuple | None = None) -> dict:
     p = self.params
     memory, src_lengths, memory_bias = self._memory(encoder_output)
-    beam_size = p["beam_size"]
+    search = decoding.Decoding.from_params(p, p["beam_size"], "beam_size")
+    rows = search.rows  # hypotheses per example
     batch_size = tf.shape(memory)[0]
     decode_lengths = src_lengths + p["extra_decode_length"]
     positions = tf.cast(
@@ -239,11 +249,11 @@ class TransformerDecoder(EmbeddingSharingDecoder):
     # Self-attention keys/values go to one store (kv_store.py): the search reorders only
     # each hypothesis' row indices into it.
     memory_kv = [layer.encdec_attention.memory_kv(memory) for layer in self.decoder_layers]
-    if beam_size > 1:
-      memory_kv, memory_bias = beam_search.tile_beam((memory_kv, memory_bias), beam_size)
+    if rows > 1:
+      memory_kv, memory_bias = beam_search.tile_beam((memory_kv, memory_bias), rows)
     store = KeyValueStore(len(self.decoder_layers), p["num_heads"],
                           p["hidden_size"] // p["num_heads"])
-    buffer = store.buffer(batch_size * beam_size, tf.reduce_max(decode_lengths),
+    buffer = store.buffer(batch_size * rows, tf.reduce_max(decode_lengths),
                           self.compute_dtype)
     states = {"rows": store.initial_rows(batch_size)}
 
@@ -256,16 +266,6 @@ class TransformerDecoder(EmbeddingSharingDecoder):
       return self._logits(x[:, 0], embedding), {"rows": rows}, cache.buffer
 
     go = tf.fill([batch_size], p["GO_SYMBOL"])
-    if beam_size == 1:
-      result = beam_search.greedy_decode(step, go, decode_lengths, p["END_SYMBOL"],
-                                         states=states, pad_id=p["PAD_SYMBOL"],
-                                         min_length=p["min_decode_length"], buffers=buffer)
-      ids, scores, lengths = result
-    else:
-      result = beam_search.beam_search(step, go, beam_size, decode_lengths, self.vocab_size,
-                                       p["alpha"], p["END_SYMBOL"], states=states,
-                                       pad_id=p["PAD_SYMBOL"],
-                                       min_length=p["min_decode_length"],
-                                       stop=p["beam_stop"], buffers=buffer)
-      ids, scores, lengths = result.ids[:, 0], result.scores[:, 0], result.lengths[:, 0]
-    return {"outputs": ids, "final_sequence_lengths": lengths, "scores": scores}
+    return decoding.decode(search, step, go, decode_lengths, p, self.vocab_size,
+                           alpha=p["alpha"], states=states, buffers=buffer,
+                           seed=self.random_seed, sources=sources)

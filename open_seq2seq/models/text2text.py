@@ -50,6 +50,11 @@ def detokenize(tokens: list[str], delimiter: str = " ") -> str:
   return delimiter.join(words)
 
 
+def nbest_line(index: int, score: float, text: str) -> str:
+  """One line of an n-best output file: ``index<TAB>score<TAB>hypothesis``."""
+  return f"{index}\t{score:.6f}\t{text}"
+
+
 def ids_to_text(ids: Iterable[int], idx2seq: Mapping[int, str], delimiter: str = " ") -> str:
   """Detokenized text of an id sequence (see :func:`ids_to_tokens`, :func:`detokenize`)."""
   return detokenize(ids_to_tokens(ids, idx2seq), delimiter)
@@ -65,6 +70,11 @@ class Text2Text(Model):
   embedding. The decoder's ``"outputs"`` are predicted ids [batch, time]; decoding stops at the first EOS.
   BLEU compares detokenized hypotheses with the raw reference lines of the target file, so
   out-of-vocabulary reference words count as they should.
+
+  With ``decoder_params/n_best`` > 1 (the decoder's ``"nbest_*"`` outputs) inference writes
+  ``n_best`` lines per input, best first, each ``index<TAB>score<TAB>hypothesis`` (0-based
+  input line number, as fairseq's ``H-`` lines; :func:`nbest_line`), and BLEU scores the
+  best hypotheses.
   """
 
   best_metric = ("BLEU", True)
@@ -81,7 +91,10 @@ class Text2Text(Model):
       return {"vocab_size": description.src_vocab_size}
     # Targets carry no start symbol here (the decoders feed GO themselves), so a loss never
     # shifts them (OpenSeq2Seq's RNN configs ask it to, for targets that began with <S>).
-    return {"vocab_size": description.tgt_vocab_size, "targets_start_with_go": False}
+    offered = {"vocab_size": description.tgt_vocab_size, "targets_start_with_go": False}
+    if slot == "decoder":  # the seed of sampled translations
+      offered["random_seed"] = self.params["random_seed"]
+    return offered
 
   @classmethod
   def ignored_combinations(cls, config: Mapping[str, Any]) -> list[str]:
@@ -95,6 +108,16 @@ class Text2Text(Model):
     """With ``decoder_params/shared_embed`` the decoder reuses the encoder's embedding."""
     if self.decoder.params.get("shared_embed"):
       self.decoder.reuse_embeddings(getattr(self.encoder, "embedding_softmax_layer", None))
+
+  def forward(self, batch: dict, training: bool) -> dict:
+    """Encoder then decoder; the decoder also gets the ``source_tensors`` (sampled
+    translations follow from the source sentence, :mod:`open_seq2seq.parts.sampling`)."""
+    encoder_output = self.encoder({"source_tensors": batch["source_tensors"]},
+                                  training=training)
+    decoder_input = {"encoder_output": encoder_output, "source_tensors": batch["source_tensors"]}
+    if "target_tensors" in batch:
+      decoder_input["target_tensors"] = batch["target_tensors"]
+    return self.decoder(decoder_input, training=training)
 
   # ----------------------------------------------------------------- decoding
   @property
@@ -150,26 +173,53 @@ class Text2Text(Model):
     return {"BLEU": corpus_bleu(hypotheses, references)}
 
   def infer(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
-    """``[(id, hypothesis_text), ...]`` for the batch."""
+    """``[(id, hypothesis_text), ...]`` for the batch; with n-best outputs ``[(id,
+    [(score, hypothesis_text), ...]), ...]``, best first."""
+    ids = [int(i) for i in batch["id"]]
+    if outputs.get("nbest_outputs") is not None:
+      hypotheses, scores = np.asarray(outputs["nbest_outputs"]), outputs["nbest_scores"]
+      return [(index, [(float(score), self.target_text(row))
+                       for row, score in zip(hypotheses[i], scores[i])])
+              for i, index in enumerate(ids)]
     predictions = self.predicted_ids(outputs)
-    return [(int(batch["id"][i]), self.target_text(predictions[i]))
-            for i in range(len(predictions))]
+    return [(index, self.target_text(predictions[i])) for i, index in enumerate(ids)]
+
+  @staticmethod
+  def _best(result: Any) -> str:
+    """The (best) hypothesis of an :meth:`infer` result."""
+    return result if isinstance(result, str) else result[0][1]
 
   def score_inference(self, results: list) -> dict[str, float]:
-    """BLEU of the translations when the infer data layer was given a ``target_file``."""
+    """BLEU of the (best) translations when the infer data layer was given a
+    ``target_file``."""
     lookup = getattr(self.data_layer, "reference_text", None)
     if lookup is None or not results or lookup(results[0][0]) is None:
       return {}
     references = [detokenize(split_tokens(lookup(i), self._delimiter), self._delimiter)
                   for i, _ in results]
-    return {"BLEU": corpus_bleu([text for _, text in results], references)}
+    return {"BLEU": corpus_bleu([self._best(result) for _, result in results], references)}
+
+  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                        resolve=str) -> list[str]:
+    """A translation per input; with n-best outputs, ``score<TAB>hypothesis`` lines."""
+    lines = []
+    for _, result in sorted(self.infer(batch, outputs), key=lambda r: r[0]):
+      lines.append(result if isinstance(result, str) else
+                   "\n".join(f"{score:.6f}\t{text}" for score, text in result))
+    return lines
 
   def serving_adapter(self):
-    """Exported models take raw source text and return detokenized text."""
+    """Exported models take raw source text and return detokenized text (the ``n_best``
+    best of each input, with their scores, when the decoder returns more than one)."""
     from open_seq2seq.serving.text import TextToTextServing  # pylint: disable=import-outside-toplevel
     return TextToTextServing(self.data_layer.source_tokenization(),
-                             self.description.target_idx2seq, self._delimiter)
+                             self.description.target_idx2seq, self._delimiter,
+                             n_best=self.decoder.params.get("n_best", 1))
 
   def finalize_inference(self, results: list) -> list[TextLines]:
-    """One translation per line, in input order, no header."""
+    """One translation per line, in input order, no header; with n-best results, each
+    input's hypotheses on consecutive lines (:func:`nbest_line`)."""
+    if results and not isinstance(results[0][1], str):
+      results = [(index, nbest_line(index, score, text))
+                 for index, hypotheses in results for score, text in hypotheses]
     return [TextLines(results)]

@@ -24,11 +24,16 @@ Scores follow GNMT: ``log P(Y) / lp(|Y|)`` with ``lp(n) = ((5 + n) / 6) ** alpha
 ``beta``, GNMT's coverage term ``beta * sum_j log(min(sum_i a_ij, 1))`` over the source
 positions j (attention a_ij of decoder step i), computed by :func:`coverage_score` from the
 attention a decoder accumulates in its states.
+
+``banned_ids`` (the translation decoders pass PAD and GO) are never chosen: their
+log-probabilities are -inf at every step, so no search (beam, greedy or sampling,
+:mod:`open_seq2seq.parts.sampling`) can emit them however the model scores them, and every
+score stays the model's log-probability of the tokens chosen.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import tensorflow as tf
 
@@ -164,7 +169,8 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
                 decode_length: Any, vocab_size: int | None, alpha: float, eos_id: int,
                 states: Any = None, pad_id: int = 0, coverage_penalty: float = 0.0,
                 coverage_fn: CoverageFn | None = None, min_length: int = 0,
-                stop: str = "bound", buffers: Any = None) -> DecodeResult:
+                stop: str = "bound", buffers: Any = None,
+                banned_ids: Sequence[int] = ()) -> DecodeResult:
   """Length-penalised beam search keeping alive and finished hypotheses apart.
 
   At each step every alive hypothesis is extended by every token. Extensions by ``eos_id``
@@ -211,9 +217,11 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
       a hypothesis would overtake the finished ones later.
     buffers: nested tensors carried through the loop as they are (see the module
       docstring); None: the step function takes and returns no buffers.
+    banned_ids: ids no hypothesis ever holds (see the module docstring).
 
   Returns:
-    :class:`DecodeResult` with ids [batch, beam, time], best first.
+    :class:`DecodeResult` with ids [batch, beam, time], best first: the ``n`` first of an
+    example are its n best hypotheses, distinct, with their scores.
 
   Raises:
     ValueError: a negative ``coverage_penalty``, or one without ``coverage_fn``, or an
@@ -248,7 +256,7 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
     logits, new_states, buffers = step_fn(flat_ids, i, states, buffers)
     logits = tf.cast(logits, tf.float32)
     vocab = vocab_size or logits.shape[-1] or tf.shape(logits)[-1]
-    log_probs = tf.nn.log_softmax(tf.reshape(logits, [batch_size, k, vocab]))
+    log_probs = ban(tf.nn.log_softmax(tf.reshape(logits, [batch_size, k, vocab])), banned_ids)
     is_eos = tf.equal(tf.range(vocab), eos_id)[None, None, :]
     log_probs = _forbid_early_end(log_probs, is_eos, i, min_length)
     candidates = alive_log_probs[:, :, None] + log_probs  # [B, K, V]
@@ -290,6 +298,16 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
   return DecodeResult(finished_seq[:, :, 1:], finished_scores, finished_lengths)
 
 
+def ban(log_probs: tf.Tensor, banned_ids: Sequence[int]) -> tf.Tensor:
+  """``log_probs`` [..., vocab] with -inf at ``banned_ids`` (ids past the vocabulary are
+  ignored)."""
+  if not banned_ids:
+    return log_probs
+  vocab = tf.range(tf.shape(log_probs)[-1])
+  banned = tf.reduce_any(tf.equal(vocab[:, None], tf.constant(list(banned_ids), tf.int32)), 1)
+  return tf.where(banned, _NEG_INF, log_probs)
+
+
 def _forbid_early_end(log_probs: tf.Tensor, is_eos: tf.Tensor, step: tf.Tensor,
                       min_length: int) -> tf.Tensor:
   """``log_probs`` with the end symbol impossible while fewer than ``min_length`` tokens
@@ -301,10 +319,15 @@ def _forbid_early_end(log_probs: tf.Tensor, is_eos: tf.Tensor, step: tf.Tensor,
 
 def greedy_decode(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, decode_length: Any,
                   eos_id: int, states: Any = None, pad_id: int = 0,
-                  min_length: int = 0, buffers: Any = None) -> DecodeResult:
+                  min_length: int = 0, buffers: Any = None, banned_ids: Sequence[int] = (),
+                  choose: Callable[[tf.Tensor, tf.Tensor], tf.Tensor] | None = None
+                  ) -> DecodeResult:
   """Picks the most likely token at every step until ``eos_id`` or ``decode_length``.
 
-  Args: as for :func:`beam_search` (``states`` has first dimension batch).
+  Args: as for :func:`beam_search` (``states`` has first dimension batch), and
+    choose: ``choose(log_probs, step) -> int32 [batch]``, the token of each row given the
+      float32 [batch, vocab] log-probabilities (-inf where a token is not allowed); None:
+      the most likely (a sampler draws instead, :mod:`open_seq2seq.parts.sampling`).
 
   Returns:
     :class:`DecodeResult` with ids [batch, time] and summed log-probabilities [batch].
@@ -317,10 +340,13 @@ def greedy_decode(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, decode_l
 
   def body(i, ids, finished, scores, lengths, states, buffers):
     logits, states, buffers = step_fn(ids[:, -1], i, states, buffers)
-    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+    log_probs = ban(tf.nn.log_softmax(tf.cast(logits, tf.float32)), banned_ids)
     is_eos = tf.equal(tf.range(tf.shape(log_probs)[-1]), eos_id)[None, :]
     log_probs = _forbid_early_end(log_probs, is_eos, i, min_length)
-    token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+    if choose is None:
+      token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+    else:
+      token = tf.cast(choose(log_probs, i), tf.int32)
     token_log_prob = tf.gather(log_probs, token, batch_dims=1)
     token = tf.where(finished, pad_id, token)
     scores += tf.where(finished, 0.0, token_log_prob)

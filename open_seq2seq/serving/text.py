@@ -137,7 +137,11 @@ class IdsToText(tf.Module):
 
 class TextToTextServing(ServingAdapter):
   """Translation: ``text`` [batch] (raw source lines) -> ``text`` [batch] (detokenized
-  output lines) and ``ids`` [batch, time] (the predicted ids, PAD after EOS)."""
+  output lines) and ``ids`` [batch, time] (the predicted ids, PAD after EOS).
+
+  With ``n_best`` > 1 (a decoder returning its ``"nbest_*"`` outputs): ``text`` [batch,
+  n_best] and ``scores`` [batch, n_best], best first, and ``ids`` [batch, n_best, time].
+  """
 
   inputs = {"text": (tf.TensorSpec([None], tf.string),
                      "raw source sentences, one per element (untokenized)")}
@@ -145,10 +149,18 @@ class TextToTextServing(ServingAdapter):
              "ids": "the predicted target ids [batch, time] (EOS, then PAD)"}
 
   def __init__(self, source: TextTokenization, target_idx2seq: Mapping[int, str],
-               target_delimiter: str):
+               target_delimiter: str, n_best: int = 1):
     super().__init__(name="text_to_text")
     self.encode = TextToIds(source)
     self.decode = IdsToText(target_idx2seq, target_delimiter)
+    self.n_best = n_best
+    if n_best > 1:
+      self.outputs = {
+          "text": "the n_best output sentences of each input [batch, n_best], best first, "
+                  "detokenized",
+          "scores": "their scores [batch, n_best] (penalised log-probabilities of a beam "
+                    "search, log-probabilities of samples)",
+          "ids": "their target ids [batch, n_best, time] (EOS, then PAD)"}
     if source.sentencepiece_model is not None:
       self.required_imports = ("tensorflow_text",)
 
@@ -159,6 +171,11 @@ class TextToTextServing(ServingAdapter):
     return {"source_tensors": self.encode(inputs["text"])}
 
   def to_outputs(self, inputs, batch, predictions):
+    if self.n_best > 1:
+      ids = tf.cast(predictions["nbest_outputs"], tf.int32)
+      shape = tf.shape(ids)
+      text = tf.reshape(self.decode(tf.reshape(ids, [-1, shape[2]])), shape[:2])
+      return {"text": text, "scores": predictions["nbest_scores"], "ids": ids}
     if predictions.get("outputs") is not None:
       ids = tf.cast(predictions["outputs"], tf.int32)
     else:

@@ -97,6 +97,24 @@ def test_resume_eval_infer(trained, data_dir, tmp_path):
   assert "BLEU" in inferred.stdout
 
 
+def test_infer_writes_the_n_best_hypotheses_with_scores(trained, data_dir, tmp_path):
+  logdir, _ = trained
+  out = tmp_path / "nbest.tsv"
+  inferred = toy.run_cli(base_args(data_dir, logdir, "infer", "test") + [
+      f"--infer_output_file={out}", "--decoder_params/beam_size=4",
+      "--decoder_params/n_best=3"])
+  assert inferred.returncode == 0, inferred.stderr[-3000:]
+  assert "BLEU" in inferred.stdout  # of the best hypotheses
+  rows = [line.split("\t") for line in out.read_text().splitlines()]
+  sources = open(os.path.join(data_dir, "test", "source.txt")).read().splitlines()
+  assert len(rows) == 3 * len(sources) and all(len(row) == 3 for row in rows)
+  assert [int(row[0]) for row in rows] == [i for i in range(len(sources)) for _ in range(3)]
+  for i in range(len(sources)):
+    scores = [float(row[1]) for row in rows[3 * i:3 * i + 3]]
+    texts = [row[2] for row in rows[3 * i:3 * i + 3]]
+    assert scores == sorted(scores, reverse=True) and len(set(texts)) == 3
+
+
 def test_interactive_infer_reads_stdin(trained, data_dir):
   logdir, _ = trained
   # It reads what is typed, so the config's data files need not exist.

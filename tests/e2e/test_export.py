@@ -62,6 +62,36 @@ def test_export_serves_what_infer_predicts(toy_run):
   assert served == infer
 
 
+def test_export_serves_the_samples_infer_writes(toy_run):
+  """n_best sampled translations: the export returns [batch, n_best] texts and scores, the
+  samples --mode=infer drew in another process and in other batches (a sample follows from
+  the run's seed and its source sentence)."""
+  root, common = toy_run["root"], toy_run["common"]
+  sampling = ["--decoder_params/sampling=True", "--decoder_params/n_best=3",
+              "--decoder_params/sampling_topk=4"]
+  test = os.path.join(toy_run["data"], "test", "source.txt")
+  inferred = toy.run_cli(common + sampling + ["--mode=infer", *toy.split_overrides(
+      toy_run["data"], "test"), f"--infer_output_file={root / 'sampled.tsv'}"])
+  assert inferred.returncode == 0, inferred.stderr[-3000:]
+  done = toy.run_cli(common + sampling + ["--mode=export",
+                                          f"--export_dir={root / 'exported_nbest'}"])
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert "serving_default(text) -> text, scores, ids" in done.stdout
+  run_export_script(str(root / "exported_nbest"), test, str(root / "served.jsonl"), "--json")
+  served = [json.loads(line) for line in
+            (root / "served.jsonl").read_text(encoding="utf-8").splitlines()]
+  rows = [line.split("\t") for line in
+          (root / "sampled.tsv").read_text(encoding="utf-8").splitlines()]
+  assert len(served) == 24 and len(rows) == 3 * 24
+  for i, out in enumerate(served):
+    mine = rows[3 * i:3 * i + 3]
+    assert [int(r[0]) for r in mine] == [i] * 3
+    assert out["text"] == [r[2] for r in mine]
+    assert out["scores"] == pytest.approx([float(r[1]) for r in mine], abs=1e-4)
+    assert len(out["ids"]) == 3
+  assert any(len(set(out["text"])) > 1 for out in served)  # samples, not one search
+
+
 def test_export_refuses_an_existing_directory(toy_run):
   existing = toy_run["root"] / "taken"
   existing.mkdir()

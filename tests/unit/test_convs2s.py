@@ -178,7 +178,9 @@ def naive_greedy(model, src_tokens, max_len):
   prefix = []
   while len(prefix) < max_len:
     _, dec = run(model, src, (tf.constant([prefix + [PAD]], tf.int32), tf.constant([1])))
-    token = int(tf.argmax(dec["logits"][0, -1]))
+    logits = dec["logits"][0, -1].numpy()
+    logits[[PAD, GO]] = -np.inf  # the search never emits them
+    token = int(np.argmax(logits))
     prefix.append(token)
     if token == EOS:
       break

@@ -10,7 +10,7 @@ from open_seq2seq.decoders import TransformerDecoder
 from open_seq2seq.encoders import TransformerEncoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts.beam_search import length_penalty
-from tests.helpers.text import EOS, PAD, batch_of, random_tokens, run
+from tests.helpers.text import EOS, GO, PAD, batch_of, random_tokens, run
 
 SIZES = dict(hidden_size=16, num_heads=2, filter_size=32)
 
@@ -118,7 +118,9 @@ def naive_greedy(model, src_tokens, max_len):
   prefix = []
   while len(prefix) < max_len:
     _, dec = run(model, src, (tf.constant([prefix + [PAD]], tf.int32), tf.constant([1])))
-    token = int(tf.argmax(dec["logits"][0, -1]))
+    logits = dec["logits"][0, -1].numpy()
+    logits[[PAD, GO]] = -np.inf  # the search never emits them
+    token = int(np.argmax(logits))
     prefix.append(token)
     if token == EOS:
       break
