@@ -29,6 +29,14 @@ the unigram trainer may differ in the last digits of piece scores between runs.
         --encode train.en train.sp.en --encode train.es train.sp.es \\
         --side_vocab train.en spm.en.vocab --side_vocab train.es spm.es.vocab
     python scripts/build_sentencepiece.py --model data/spm.model --encode dev.en dev.sp.en
+
+Speech recognizers with SentencePiece targets learn the model from the ``transcript`` column
+of their CSV files (``--input_csv``, repeatable; ``data_layer_params/vocab_file`` is then the
+``.model``):
+
+    python scripts/build_sentencepiece.py --model_prefix data/librispeech/spm_unigram_128 \
+        --vocab_size 128 --model_type unigram \
+        --input_csv data/librispeech/librivox-train-clean-100.csv  # ... and the other train CSVs
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from __future__ import annotations
 # The open_seq2seq imports (which load TensorFlow) wait until the arguments are known.
 # pylint: disable=import-outside-toplevel
 import argparse
+import csv
 import io
 import os
 import sys
@@ -60,8 +69,26 @@ def read_sentences(paths: list[str]) -> list[str]:
     except UnicodeDecodeError as e:
       raise SystemExit(f"error: --input {path} is not UTF-8 (byte offset {e.start}); "
                        "re-encode it") from None
-  if not sentences:
-    raise SystemExit(f"error: --input {', '.join(paths)}: no text to learn from")
+  return sentences
+
+
+def read_transcripts(paths: list[str]) -> list[str]:
+  """The non-blank ``transcript`` column of speech CSV files, in order."""
+  sentences = []
+  for path in paths:
+    try:
+      with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        if "transcript" not in (reader.fieldnames or []):
+          raise SystemExit(f"error: --input_csv {path} has no 'transcript' column (header: "
+                           f"{','.join(reader.fieldnames or [])})")
+        sentences.extend(row["transcript"].strip() for row in reader
+                         if (row["transcript"] or "").strip())
+    except FileNotFoundError:
+      raise SystemExit(f"error: --input_csv {path} does not exist") from None
+    except UnicodeDecodeError as e:
+      raise SystemExit(f"error: --input_csv {path} is not UTF-8 (byte offset {e.start}); "
+                       "re-encode it") from None
   return sentences
 
 
@@ -127,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--input", action="append", default=[],
                       help="raw text file to learn from, one sentence per line (repeatable)")
+  parser.add_argument("--input_csv", action="append", default=[],
+                      help="speech CSV file whose transcript column to learn from "
+                           "(repeatable)")
   parser.add_argument("--model_prefix", help="write PREFIX.model and PREFIX.vocab")
   parser.add_argument("--model", help="use this trained .model instead of training one")
   parser.add_argument("--vocab_file", help="where to write the vocabulary file (default: "
@@ -151,10 +181,12 @@ def main(argv: list[str] | None = None) -> int:
   if (args.model is None) == (args.model_prefix is None):
     raise SystemExit("error: give either --model_prefix (train a model on --input files) or "
                      "--model (use a trained one)")
-  if args.model_prefix is not None and not args.input:
-    raise SystemExit("error: --model_prefix needs at least one --input file to learn from")
-  if args.model is not None and args.input:
-    raise SystemExit("error: --input is for training; drop it when --model is given")
+  if args.model_prefix is not None and not (args.input or args.input_csv):
+    raise SystemExit("error: --model_prefix needs at least one --input or --input_csv file to "
+                     "learn from")
+  if args.model is not None and (args.input or args.input_csv):
+    raise SystemExit("error: --input and --input_csv are for training; drop them when --model "
+                     "is given")
 
   from open_seq2seq.utils.quiet_start import start_script_quietly
   start_script_quietly(first_op=False)  # open_seq2seq.data imports TensorFlow
@@ -165,7 +197,10 @@ def main(argv: list[str] | None = None) -> int:
 
   model_path = args.model
   if args.model_prefix is not None:
-    sentences = read_sentences(args.input)
+    sentences = read_sentences(args.input) + read_transcripts(args.input_csv)
+    if not sentences:
+      raise SystemExit(f"error: {', '.join(args.input + args.input_csv)}: no text to learn "
+                       "from")
     proto = train(sentences, args.vocab_size, args.model_type, args.character_coverage,
                   args.input_sentence_size, args.seed, args.num_threads)
     model_path = args.model_prefix + ".model"

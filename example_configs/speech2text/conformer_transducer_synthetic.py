@@ -2,7 +2,7 @@
 # conformer_ctc_synthetic.py's encoder (4 blocks of width 96, x4 conv subsampling) with a
 # prediction network (one LSTM of 128 units) and a joint network (128 units) over characters,
 # trained with the RNN-T loss, decoded greedily (decoder_params/use_beam_search: True for
-# modified beam search). Make the data first (about 10 s):
+# alignment-length synchronous beam search). Make the data first (about 10 s):
 #   python scripts/make_synthetic_speech.py --output_dir=data/synthetic_speech
 # then: python run.py --config_file=example_configs/speech2text/conformer_transducer_synthetic.py \
 #         --mode=train_eval --logdir=experiments/conformer_transducer

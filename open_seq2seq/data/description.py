@@ -47,12 +47,17 @@ class SpeechDescription(DataDescription):
     num_audio_features: features per frame.
     tgt_vocab_size: target symbols plus the CTC blank (the last class).
     idx2char, char2idx: the target alphabet (characters or SentencePiece pieces).
+    start_id, end_id: ids of ``<S>``/``</S>`` when targets are autoregressive (they end with
+      ``</S>``), else None (a SentencePiece model's own ``<S>``/``</S>`` pieces, which no
+      transcript encodes to, do not make targets autoregressive).
   """
 
   num_audio_features: int
   tgt_vocab_size: int
   idx2char: Mapping[int, str]
   char2idx: Mapping[str, int]
+  start_id: int | None = None
+  end_id: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,7 +9,6 @@ from typing import Any, Callable
 import numpy as np
 
 from open_seq2seq.data.description import DataDescription, SpeechDescription
-from open_seq2seq.data.speech2text.targets import TargetEncoder
 from open_seq2seq.decoders.transducer_decoder import TransducerDecoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.losses.transducer_loss import RNNTLoss
@@ -89,9 +88,8 @@ class Speech2Text(Model):
       raise ConfigError(f"data_layer: Speech2Text needs a data layer describing speech "
                         f"(SpeechDescription), got {type(description).__name__}")
     symbols = {}
-    if TargetEncoder.START in description.char2idx:  # autoregressive targets
-      symbols = {"go_symbol": description.char2idx[TargetEncoder.START],
-                 "end_symbol": description.char2idx[TargetEncoder.END]}
+    if description.end_id is not None:  # autoregressive targets
+      symbols = {"go_symbol": description.start_id, "end_symbol": description.end_id}
     if slot == "decoder":
       frames = {"token_frames": True} if self.timestamps else {}
       return {"vocab_size": description.tgt_vocab_size, "idx2char": description.idx2char,

@@ -75,6 +75,8 @@ STEPS = 2
 #: Trainable parameters of models whose size was published (OpenSeq2Seq / papers), within
 #: 10 %: read off the trainer's "Training N parameters" line of the run itself.
 PUBLISHED_SIZES = {"jasper10x5_LibriSpeech_nvgrad.py": 333e6,
+                   # Gulati et al. 2020, Table 1: Conformer (M)
+                   "conformer_transducer_medium_8gpus_mp.py": 30.7e6,
                    "quartznet15x5_LibriSpeech.py": 18.9e6,
                    "resnet-50-v1.py": 25.6e6, "resnet-50-v1-mp.py": 25.6e6,
                    "resnet-50-v2.py": 25.6e6, "resnet-50-v2-mp.py": 25.6e6}
@@ -186,6 +188,9 @@ def test_every_stepped_config_exists():
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: os.path.relpath(p, ROOT))
 def test_config_trains_evaluates_and_infers_through_run_py(path, tmp_path, once):
   data, examples = DATA[_family(path)](str(tmp_path / "data"))
+  # SentencePiece targets a recipe trains (the LibriSpeech Conformers): a model of their size
+  data += speech.sentencepiece_stand_in(load_config(path, "train", data)[1]["train"],
+                                        str(tmp_path / "data"))
   for mode in ("train", "eval", "infer"):
     load_config(path, mode, data)  # every mode validates, with the data overrides
   params = load_config(path, "train", data)[1]["train"]
@@ -278,6 +283,7 @@ def _build_and_step(path: str, logdir: str, data: list[str], params: dict) -> di
       f"{trained:,} parameters: take {os.path.basename(path)} off config_sizes.STEPPED (" \
       f"configs up to {INFER_MAX_PARAMS:,} get the train_eval and infer cycle)"
   assert not glob.glob(os.path.join(logdir, "ckpt-*")), "--benchmark wrote a checkpoint"
+  print(f"\n{os.path.basename(path)}: {trained:,} parameters", end="")
   return {"build and step": seconds}
 
 

@@ -109,6 +109,8 @@ NO_OFFLINE_RECIPE = {
                                       "OpenSeq2Seq's v1-12 lists",
     "speech2text/jasper_commands.py": _DOWNLOAD + "Google Speech Commands v0.01/v0.02 with "
                                       "OpenSeq2Seq's v1-12 lists",
+    "speech2text/conformer_ctc_medium_8gpus_mp.py": _DOWNLOAD + "LibriSpeech",
+    "speech2text/conformer_transducer_medium_8gpus_mp.py": _DOWNLOAD + "LibriSpeech",
     "speech2text/ds2_large_8gpus_mp.py": _DOWNLOAD + "LibriSpeech",
     "speech2text/ds2_small_1gpu.py": _DOWNLOAD + "LibriSpeech",
     "speech2text/jasper10x5_LibriSpeech_nvgrad.py": _DOWNLOAD + "LibriSpeech",

@@ -155,3 +155,24 @@ def held_out_wer(predictions_csv: str, test_csv: str) -> float:
   assert [p["wav_filename"] for p in predictions] == [r["wav_filename"] for r in references]
   return word_error_rate([r["transcript"] for r in references],
                          [p["predicted_transcript"] for p in predictions])
+
+
+def sentencepiece_stand_in(params: dict, directory: str, vocab_size: int = 128) -> list[str]:
+  """The ``vocab_file`` override for a config whose SentencePiece targets its recipe trains
+  (``data_layer_params/vocab_file`` a ``.model`` that is not here): a unigram model of
+  ``vocab_size`` pieces learnt from generated words, written into ``directory``. Nothing for
+  any other config. The shipped SentencePiece speech configs name models of 128 pieces, so
+  the model keeps its size."""
+  vocab = (params.get("data_layer_params") or {}).get("vocab_file")
+  if not isinstance(vocab, str) or not vocab.endswith(".model") or os.path.exists(vocab):
+    return []
+  rng = np.random.default_rng(0)
+  letters = list("abcdefghijklmnopqrstuvwxyz'")
+  words = ["".join(rng.choice(letters, size=rng.integers(2, 9))) for _ in range(400)]
+  sentences = [" ".join(rng.choice(words, size=rng.integers(3, 12))) for _ in range(2000)]
+  model = load_script("build_sentencepiece").train(sentences, vocab_size, "unigram")
+  os.makedirs(directory, exist_ok=True)
+  path = os.path.join(directory, f"stand_in_{vocab_size}.model")
+  with open(path, "wb") as f:
+    f.write(model)
+  return [f"--data_layer_params/vocab_file={path}"]

@@ -344,3 +344,31 @@ def test_benchmark_writes_missing_side_vocabularies_into_a_peer_folder(corpus, t
   en_pieces = {p for line in joint.pieces(_lines(corpus["train.en"])) for p in line}
   assert {line.split("\t")[0] for line in _lines(tmp_path / "spm.en.vocab")} == en_pieces
   assert _lines(tmp_path / "spm.es.vocab") == ["kept"]
+
+
+def test_speech_csv_transcripts_train_a_model_the_speech_targets_read(build, tmp_path):
+  """--input_csv learns from the transcript column (not the paths or sizes), and the model
+  is a speech layer's vocab_file: targets encode to its ids and decode back."""
+  from open_seq2seq.data.speech2text.targets import TargetEncoder
+  rows = _sentences(EN, 120, 3)
+  csv_path = tmp_path / "train.csv"
+  csv_path.write_text("wav_filename,wav_filesize,transcript\n" + "".join(
+      f"clips/{i:04d}.wav,{1000 + i},{text}\n" for i, text in enumerate(rows)), encoding="utf-8")
+  build.main(["--input_csv", str(csv_path), "--model_prefix", str(tmp_path / "speech"),
+              "--vocab_size", "30", "--model_type", "unigram"])
+  assert build.read_transcripts([str(csv_path)]) == rows
+  targets = TargetEncoder(str(tmp_path / "speech.model"))
+  assert targets.num_symbols == 30 and targets.blank_id == 30
+  assert not any("clips" in piece or ".wav" in piece for piece in targets.idx2char.values())
+  ids = targets.encode(rows[0])
+  assert ids and all(0 < i < 30 for i in ids) and targets.decode(ids) == rows[0]
+
+  (tmp_path / "no_column.csv").write_text("wav_filename,text\na.wav,hello\n")
+  with pytest.raises(SystemExit, match="has no 'transcript' column"):
+    build.main(["--input_csv", str(tmp_path / "no_column.csv"), "--model_prefix",
+                str(tmp_path / "m")])
+  with pytest.raises(SystemExit, match="--input_csv .* does not exist"):
+    build.main(["--input_csv", str(tmp_path / "nope.csv"), "--model_prefix",
+                str(tmp_path / "m")])
+  with pytest.raises(SystemExit, match="drop them when --model"):
+    build.main(["--model", str(tmp_path / "speech.model"), "--input_csv", str(csv_path)])

@@ -156,3 +156,29 @@ def test_drop_block_drops_residual_branch():
   eval_out, _ = run(encoder, x, [12], training=False)
   train_out, _ = run(encoder, x, [12], training=True)
   assert not np.allclose(eval_out, train_out)
+
+
+def test_sentencepiece_targets_are_not_autoregressive_for_their_own_s_pieces(corpus, tmp_path):
+  """A SentencePiece model holds <S>/</S> pieces (the project's special ids 2 and 3) that no
+  transcript encodes to: CTC and transducer models on it get no start/end symbols; targets made
+  autoregressive get theirs after the pieces."""
+  from open_seq2seq.decoders.transducer_decoder import TransducerDecoder
+  from open_seq2seq.losses.transducer_loss import RNNTLoss
+  from tests.helpers.speech import sentencepiece_stand_in
+  override = sentencepiece_stand_in({"data_layer_params": {"vocab_file": "absent.model"}},
+                                    str(tmp_path), vocab_size=40)
+  spm_model = override[0].split("=", 1)[1]
+  ctc = build_model(speech_config([corpus], data_params={"vocab_file": spm_model}), "eval")
+  description = ctc.data_layer.description
+  assert "<S>" in description.char2idx and description.end_id is None
+  assert description.tgt_vocab_size == 41
+  transducer = build_model(speech_config(
+      [corpus], data_params={"vocab_file": spm_model}, decoder=TransducerDecoder,
+      decoder_params={"pred_hidden": 8, "joint_hidden": 8}, loss=RNNTLoss), "train")
+  batch = next(iter(transducer.data_layer.build_dataset()))
+  loss, weight, _ = transducer.compute_loss(batch, training=True)
+  assert np.isfinite(loss.numpy()) and weight.numpy() > 0
+  autoregressive = build_model(speech_config(
+      [corpus], data_params={"vocab_file": spm_model, "autoregressive": True}), "eval")
+  description = autoregressive.data_layer.description
+  assert (description.start_id, description.end_id) == (40, 41)

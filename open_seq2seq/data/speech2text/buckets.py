@@ -71,6 +71,8 @@ BATCHING_PARAMS = {
 def check_batching_params(p: Mapping[str, Any]) -> None:
   """Rules across the batching keys (one-line ConfigErrors)."""
   where = "data_layer_params"
+  if p["pad_to"] < 1:
+    raise ConfigError(f"{where}/pad_to: must be at least 1, got {p['pad_to']}")
   by_duration = p["batching"] == "duration"
   if by_duration and (p["batch_duration"] is None or p["batch_duration"] <= 0):
     raise ConfigError(f"{where}/batch_duration: batching 'duration' needs a positive number "

@@ -106,9 +106,7 @@ class Speech2TextDataLayer(DataLayer):
     # validated (defaults filled, alias resolved) with the params, by the base class
     self.augmentation = dict(p["augmentation"] or {}) if mode == "train" else {}
     self.extractor = FeatureExtractor.from_params(p)
-    if p["pad_to"] < 1:
-      raise ConfigError(f"data_layer_params/pad_to: must be at least 1, got {p['pad_to']}")
-    buckets.check_batching_params(p)
+    buckets.check_batching_params(p)  # pad_to and the batching keys
     self.wav_filenames: list[str] = []  # as written in the CSVs (echoed by inference)
     self.paths: list[str] = []           # resolved paths
     self.transcripts: list[str] = []
@@ -137,10 +135,11 @@ class Speech2TextDataLayer(DataLayer):
   @property
   def description(self) -> SpeechDescription:
     """Features per frame and the target alphabet, for the model's components."""
-    p = self.params
     return SpeechDescription(
-        num_audio_features=p["num_audio_features"], tgt_vocab_size=self.targets.vocab_size,
-        idx2char=self.targets.idx2char, char2idx=self.targets.char2idx)
+        num_audio_features=self.params["num_audio_features"],
+        tgt_vocab_size=self.targets.vocab_size,
+        idx2char=self.targets.idx2char, char2idx=self.targets.char2idx,
+        start_id=self.targets.start_id, end_id=self.targets.end_id)
 
   # ------------------------------------------------------------------ reading CSVs
   def _read_csvs(self, csv_files: list) -> None:
