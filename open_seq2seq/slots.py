@@ -24,6 +24,7 @@ import inspect
 from typing import Any, Callable, Mapping
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.optimizer_groups import validate_optimizer_groups
 from open_seq2seq.utils.params import (Configurable, DeclaredDict, DeclaredList, Param,
                                        format_params_table, validate_params)
 from open_seq2seq.utils.signatures import signature_params
@@ -307,6 +308,9 @@ def validate_slots(params: Mapping[str, Any], schema: Schema = CODE) -> dict:
     if slot.name in result or slot.params_key in result:
       result[slot.params_key] = slot.validate(result.get(slot.name),
                                               result.get(slot.params_key))
+  if result.get("optimizers") is not None:  # the update groups' own optimizer settings
+    run = {key: param for group in schema.run_groups().values() for key, param in group.items()}
+    result["optimizers"] = validate_optimizer_groups(result, schema.slot_table(), run)
   return result
 
 

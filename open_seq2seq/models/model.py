@@ -12,6 +12,7 @@ and never change for a new family.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import keras
@@ -25,6 +26,24 @@ from open_seq2seq.parts import data_init
 from open_seq2seq.utils.component import accepted_kwargs
 from open_seq2seq.utils.initializers import make_initializer
 from open_seq2seq.utils.params import AnyType, Configurable, Param, callable_or_class
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateGroup:
+  """One optimizer's share of a training step (:mod:`open_seq2seq.training.update_group`).
+
+  Attributes:
+    name: the group's name: the key of its settings under the run's ``optimizers``.
+    layers: the names (in :attr:`Model.named_layers`) of the layers whose trainable
+      variables the group updates; None: every layer that no other group names.
+    loss: ``(batch, training) -> (loss_sum, weight, outputs)`` with float32 terms, what the
+      group's optimizer minimises (gradients of the sum, divided by the weight summed over
+      every replica, as :meth:`Model.compute_loss`).
+  """
+
+  name: str
+  layers: tuple[str, ...] | None
+  loss: Callable[..., tuple]
 
 
 class Model(Configurable):
@@ -207,6 +226,12 @@ class Model(Configurable):
     loss_sum, weight = self.loss.compute_loss({
         "decoder_output": decoder_output, "target_tensors": batch["target_tensors"]})
     return tf.cast(loss_sum, tf.float32), tf.cast(weight, tf.float32), decoder_output
+
+  def update_groups(self) -> list[UpdateGroup]:
+    """The updates of a training step, in order: one group over every variable,
+    minimising :meth:`compute_loss`. An adversarial family returns a discriminator group and
+    then a generator group; the last group's update counter is the global step."""
+    return [UpdateGroup("model", None, self.compute_loss)]
 
   def predict(self, batch: dict) -> dict:
     """Predictions without targets (beam search, greedy CTC ...)."""

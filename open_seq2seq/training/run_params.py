@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.optimizer_groups import GROUP_KEYS
 from open_seq2seq.optimizers.larc import LARC_PARAMS_TYPE
 from open_seq2seq.training.early_stopping import EARLY_STOPPING_TYPE
 # The rules between the keys need no TensorFlow (config.py and config_static.py run them).
@@ -98,6 +99,10 @@ GROUPS: dict[str, dict[str, Param]] = {
         "loss_scaling": Param((float, str, None), None,
                               "Static loss scale, 'Backoff' or 'LogMax' (half precision only)."),
         "loss_scaling_params": Param(dict, {}, "Parameters of the automatic loss scaler."),
+        "optimizers": Param((dict, None), None,
+                            "Models trained by several optimizers (adversarial ones): "
+                            "{group: {key: value}} overriding, for that update group, the "
+                            "top-level " + ", ".join(GROUP_KEYS) + "."),
     },
 }
 

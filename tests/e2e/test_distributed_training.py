@@ -147,6 +147,33 @@ def test_iter_size_under_distribution(setup, reference, backend, tmp_path):
   assert h.max_difference(h.weights(logdir), h.weights(reference[0])) < WEIGHT_TOLERANCE
 
 
+@pytest.fixture(scope="module")
+def two_optimizers(setup):
+  """The tiny model trained by two update groups (an SGD critic on the encoder, then Adam on
+  the decoder), one process, global batch 16: (config, logdir) of the reference run."""
+  root, _ = setup
+  config = h.write_config(str(root), str(root / "data"), two_optimizers=True)
+  logdir = str(root / "single-two-optimizers")
+  result = _check(h.run("single", _args(config, logdir, "train", "--batch_size_per_gpu=16")))
+  assert "Training" in result.stdout
+  return config, logdir
+
+
+@pytest.mark.parametrize("backend", _params("towers", "multi_worker", "horovod"))
+def test_two_optimizers_train_as_one_process_does(two_optimizers, backend, tmp_path):
+  """Each group's gradients are summed over the replicas before its update, and the second
+  group's forward pass on every replica reads the first group's new weights."""
+  config, reference = two_optimizers
+  launcher, extra, env = backend
+  logdir = str(tmp_path / "run")
+  result = _check(h.run(launcher, _args(config, logdir, "train", "--batch_size_per_gpu=8",
+                                        *extra), env=env))
+  assert "2 replica(s)" in result.stdout
+  weights = h.weights(logdir)
+  assert any("optimizer_critic" in name for name in weights)
+  assert h.max_difference(weights, h.weights(reference)) < WEIGHT_TOLERANCE
+
+
 def _eval_and_infer(launcher, config, logdir, output, extra):
   evaluated = _check(h.run(launcher, _args(config, logdir, "eval", *extra)))
   _check(h.run(launcher, _args(config, logdir, "infer", f"--infer_output_file={output}",

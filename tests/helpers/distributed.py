@@ -21,6 +21,8 @@ import tensorflow as tf
 from open_seq2seq.decoders.decoder import Decoder
 from open_seq2seq.encoders.encoder import Encoder
 from open_seq2seq.losses.loss import Loss
+from open_seq2seq.models.model import UpdateGroup
+from open_seq2seq.models.text2text import Text2Text
 from open_seq2seq.utils.params import Param
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -95,6 +97,29 @@ class TinyLoss(Loss):
     return tf.reduce_sum(losses * mask), tf.reduce_sum(mask)
 
 
+class TwoOptimizerText2Text(Text2Text):
+  """The tiny model trained by two update groups, as an adversarial model is: first the
+  encoder ("critic", its own optimizer settings under ``optimizers/critic``) on a loss of its
+  own (the cross-entropy plus a penalty on the pooled summary), then the decoder (the
+  top-level settings, the global step) on the cross-entropy, which reads the encoder as the
+  first update left it."""
+
+  def update_groups(self):
+    def critic_loss(batch, training):
+      loss, weight, outputs = self.compute_loss(batch, training)
+      encoded = self.encoder({"source_tensors": batch["source_tensors"]}, training=training)
+      pooled = tf.cast(encoded["pooled"], tf.float32)
+      return loss + tf.reduce_sum(tf.square(pooled)), weight, outputs
+
+    return [UpdateGroup("critic", ("encoder",), critic_loss),
+            UpdateGroup("generator", None, self.compute_loss)]
+
+
+#: The run key that gives the critic its own settings (SGD, no clipping).
+TWO_OPTIMIZERS = {"critic": {"optimizer": "SGD", "optimizer_params": {"learning_rate": 0.2},
+                             "max_grad_norm": None}}
+
+
 CONFIG_TEMPLATE = '''
 from open_seq2seq.data.text2text.text2text import ParallelTextDataLayer
 from open_seq2seq.models import Text2Text
@@ -127,10 +152,19 @@ infer_params = {{"data_layer": ParallelTextDataLayer, "eval_batch_size_per_gpu":
 '''
 
 
-def write_config(directory: str, data_dir: str) -> str:
-  path = os.path.join(directory, "tiny_config.py")
+def write_config(directory: str, data_dir: str, two_optimizers: bool = False) -> str:
+  """The tiny config (with ``two_optimizers``: :class:`TwoOptimizerText2Text`, the critic's
+  settings :data:`TWO_OPTIMIZERS`) in ``directory``; returns its path."""
+  text = CONFIG_TEMPLATE.format(data=data_dir)
+  name = "tiny_config.py"
+  if two_optimizers:
+    name = "tiny_two_optimizers_config.py"
+    text += ("from tests.helpers.distributed import TwoOptimizerText2Text\n"
+             "base_model = TwoOptimizerText2Text\n"
+             f"base_params['optimizers'] = {TWO_OPTIMIZERS!r}\n")
+  path = os.path.join(directory, name)
   with open(path, "w", encoding="utf-8") as f:
-    f.write(CONFIG_TEMPLATE.format(data=data_dir))
+    f.write(text)
   return path
 
 
