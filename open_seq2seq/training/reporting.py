@@ -266,6 +266,10 @@ class Reporter:
       for name in params["summaries"]:
         if name in values and (name != "loss_scale" or self.has_loss_scale):
           scalars[name] = float(values[name])
+      # the other update groups' (a model trained by several optimizers)
+      scalars.update({name: float(value) for name, value in values.items()
+                      if name.startswith("loss/") or (name.startswith("learning_rate/")
+                                                      and "learning_rate" in scalars)})
       if "global_clipped_gradient_norm" in values and "global_gradient_norm" in scalars:
         scalars["global_clipped_gradient_norm"] = float(values["global_clipped_gradient_norm"])
       # throughput since the last summaries (for curves; the console line has its own window)
@@ -279,8 +283,11 @@ class Reporter:
         self.summaries.histograms(step, variable_summaries.histograms())
     if every(params["print_loss_steps"], step):
       seconds, rate = self.stats.window()
+      others = ", ".join(f"{name[5:]} {format_number(float(value))}"
+                         for name, value in values.items() if name.startswith("loss/"))
       log(f"step {step:>6} | epoch {step / self.steps_per_epoch:6.2f} | "
-          f"loss {format_number(float(values['loss']))} | "
+          f"loss {format_number(float(values['loss']))}"
+          f"{f' ({others})' if others else ''} | "
           f"lr {format_number(float(values['learning_rate']))} | "
           f"{seconds:.3f} s/step | {rate:,.0f} {self.stats.unit}/s")
       self.stats.reset_window()

@@ -265,6 +265,7 @@ class Trainer:
       values = {k: v.numpy() for k, v in outputs.items()}
       step = self.global_step
       reporter.stats.add(time.time() - start, int(values["units"]))
+      self._report_group_skips(step, values)
       if values["skipped"]:
         consecutive_skips += 1
         self._report_skip(step, values, consecutive_skips)
@@ -324,6 +325,14 @@ class Trainer:
           f"train on")
     self._stopped_early_metrics = {}  # nothing trained: no final eval to count or report
     return self.global_step
+
+  def _report_group_skips(self, step: int, values: dict) -> None:
+    """One line per earlier update group whose update this step skipped (non-finite
+    gradients; the group's loss scaler, if any, has reacted)."""
+    for name in [k[len("skipped/"):] for k, v in values.items()
+                 if k.startswith("skipped/") and v]:
+      if self.is_chief:
+        log(f"step {step}: non-finite gradients of {name}, its update skipped")
 
   def _report_skip(self, step: int, values: dict, consecutive: int) -> None:
     if self.is_chief:

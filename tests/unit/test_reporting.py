@@ -94,3 +94,26 @@ def test_count_metrics_print_as_integers():
   assert reporting.format_metric(np.int64(7)) == "7"
   assert reporting.format_metric(1.0) == "1.0000"  # a float stays a float, even a whole one
   assert reporting.format_metric(0.123456) == "0.1235"
+
+
+def test_the_other_update_groups_losses_and_rates_are_reported(tmp_path, capsys):
+  """A model trained by several optimizers: the console line and the records hold each
+  earlier group's loss (and rate, when the rate is summarised) beside the last group's."""
+  values = {**VALUES, "loss/discriminator": 0.25, "learning_rate/discriminator": 0.2,
+            "skipped/discriminator": 0}
+  reporter = Reporter(params(), Summaries(str(tmp_path)), StepStats(), is_chief=True,
+                      steps_per_epoch=8, has_loss_scale=False)
+  reporter.step(2, values)
+  assert "| loss 1.5000 (discriminator 0.2500) |" in capsys.readouterr().out
+  with open(os.path.join(tmp_path, "metrics.jsonl"), encoding="utf-8") as f:
+    record = json.loads(f.readline())
+  assert record["train/loss/discriminator"] == 0.25
+  assert record["train/learning_rate/discriminator"] == 0.2
+  assert "train/skipped/discriminator" not in record
+  quiet = Reporter(params(summaries=[]), Summaries(str(tmp_path / "b")), StepStats(),
+                   is_chief=True, steps_per_epoch=8, has_loss_scale=False)
+  quiet.step(2, values)
+  with open(os.path.join(tmp_path, "b", "metrics.jsonl"), encoding="utf-8") as f:
+    record = json.loads(f.readline())
+  assert "train/loss/discriminator" in record
+  assert "train/learning_rate/discriminator" not in record
