@@ -154,3 +154,25 @@ def test_a_group_choosing_another_optimizer_starts_from_its_defaults(configs):
   config["optimizers"] = {"critic": {"optimizer": "SGD"}}
   resolved = resolve_config(cls, config, "train")
   assert resolved["optimizers"]["critic"]["optimizer_params"] == {}
+
+
+def test_each_group_has_its_own_loss_scaler_under_float16(configs):
+  """Half precision: the generator's Backoff scaler and the critic's static scale are two
+  scalers, saved under two names, and a float16 step updates both groups with finite
+  weights."""
+  model, step, batch = build(configs[0], "--dtype=mixed_float16", "--loss_scaling=Backoff",
+                             "--optimizers={'critic': {'optimizer': 'SGD', "
+                             "'optimizer_params': {'learning_rate': 0.2}, "
+                             "'loss_scaling': 128.0}}")
+  critic, generator = step.groups
+  assert model.encoder.compute_dtype == "float16"
+  assert float(critic.loss_scaler.scale) == 128.0
+  assert float(generator.loss_scaler.scale) != 128.0
+  assert {"loss_scaler", "loss_scaler_critic"} <= set(step.state())
+  assert "critic: " in step.describe_precision() and "generator: " in step.describe_precision()
+  before = values_of(critic.variables + generator.variables)
+  values = step.function()(iter([batch]))
+  assert int(values["skipped"]) == 0 and int(values["skipped/critic"]) == 0
+  after = values_of(critic.variables + generator.variables)
+  assert all(np.isfinite(a).all() for a in after)
+  assert all(np.any(a != b) for a, b in zip(after, before))
