@@ -75,6 +75,7 @@ CASES: dict[str, Case] = {
     "speech2text/conformer_transducer_synthetic.py": Case(("data/synthetic_speech",)),
     "speech2text/jasper_commands_synthetic.py": Case(("data/speech_commands_synthetic",)),
     "speech2text/jca_toy_synthetic.py": Case(("data/synthetic_speech",)),
+    "speech2text/quartznet_synthetic.py": Case(("data/synthetic_speech",)),
     "speech2text/w2l_toy_synthetic.py": Case(("data/synthetic_speech",)),
     "text2speech/centaur-synthetic-small.py": Case(("data/synth_tts",)),
     # Train only: its eval free-runs the untrained Tacotron to its length limit (8 frames per
@@ -144,6 +145,8 @@ DOCUMENTED: list[tuple[str, str, str]] = [
      r"ResNet \(([\d.]+ k) parameters"),
     ("speech2text/w2l_toy_synthetic.py", "docs/speech-recognition.md",
      r"\| `w2l_toy_synthetic.py` \|[^|\n]*\| ([\d.]+ M) parameters"),
+    ("speech2text/quartznet_synthetic.py", "docs/speech-recognition.md",
+     r"\| `quartznet_synthetic.py` \|[^|\n]*\| ([\d.]+ M) parameters"),
     ("speech2text/jca_toy_synthetic.py", "docs/speech-recognition.md",
      r"\| `jca_toy_synthetic.py` \|[^|\n]*, ([\d.]+ M) parameters"),
     ("speech2text/jasper_commands_synthetic.py", "docs/speech-recognition.md",
