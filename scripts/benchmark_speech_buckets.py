@@ -143,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--rounds", type=int, default=3,
                       help="passes over all rows, round robin; speeds are their medians")
   args = parser.parse_args(argv)
+  from open_seq2seq.utils import quiet_start  # pylint: disable=import-outside-toplevel
+  quiet_start.start_script_quietly()
   with tempfile.TemporaryDirectory() as tmp:
     csv_path, durations = make_corpus(tmp, args.utterances)
     budget = round(args.batch_size * float(durations.mean()))

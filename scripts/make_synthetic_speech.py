@@ -45,7 +45,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tts_corpus  # noqa: E402
-from open_seq2seq.data.speech2text.audio import read_audio  # noqa: E402
 from open_seq2seq.utils.ngram_lm import write_arpa  # noqa: E402
 from open_seq2seq.utils.word_timestamps import format_words  # noqa: E402
 
@@ -55,6 +54,13 @@ ESPEAK_VOICES = ("en-us", "en-us+f3", "en-gb", "en-gb+f2", "en-us+m3", "en-gb-sc
 FLITE_VOICES = ("kal16", "slt", "awb", "rms")
 VOCAB = [" "] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + ["'"]
 PACKAGES = {"espeak-ng": "espeak-ng", "flite": "flite"}
+
+
+def read_audio(path: str, sample_freq: int, resample: bool = True) -> np.ndarray:
+  """The speech layer's reader (imported when first used: its package loads TensorFlow,
+  which ``--help`` and argument errors do without)."""
+  from open_seq2seq.data.speech2text import audio  # pylint: disable=import-outside-toplevel
+  return audio.read_audio(path, sample_freq, resample=resample)
 
 
 def ensure_engines(engines: list[str]) -> None:
@@ -305,8 +311,11 @@ def main(argv: list[str] | None = None) -> int:
                       help="synthesize words one by one, joined with silences, and write "
                       "their times (a words column) for calibrate_timestamps.py")
   args = parser.parse_args(argv)
-  from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
+  # pylint: disable=import-outside-toplevel
+  from open_seq2seq.utils.io import exit_if_unwritable
+  from open_seq2seq.utils.quiet_start import start_script_quietly
   exit_if_unwritable(args.output_dir, "--output_dir", directory=True)
+  start_script_quietly()  # the audio reader's package loads TensorFlow
   defaults = TTS_DEFAULTS if args.tts else ASR_DEFAULTS
   for key, value in defaults.items():
     if getattr(args, key) is None:

@@ -56,12 +56,17 @@ def index() -> Index:
 
 
 def test_the_committed_index_is_what_the_generator_writes():
-  spec = importlib.util.spec_from_file_location(
-      "gen_params_index", os.path.join(ROOT, "scripts", "gen_params_index.py"))
-  generator = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(generator)
+  # In a fresh process: what earlier tests imported (tensorflow.keras loaded through its lazy
+  # alias, say) would otherwise reach the aliases the generator records.
+  code = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location("
+          "'gen_params_index', sys.argv[1]); generator = importlib.util.module_from_spec(spec); "
+          "spec.loader.exec_module(generator); sys.stdout.write(generator.index_text())")
+  written = subprocess.run(
+      [sys.executable, "-c", code, os.path.join(ROOT, "scripts", "gen_params_index.py")],
+      capture_output=True, text=True, check=True, cwd=ROOT,
+      env=dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")).stdout
   with open(INDEX_PATH, encoding="utf-8") as f:
-    assert f.read() == generator.index_text(), "run: python scripts/gen_params_index.py"
+    assert f.read() == written, "run: python scripts/gen_params_index.py"
 
 
 def test_help_params_of_every_example_config_is_the_normal_paths_or_none(capsys):

@@ -26,11 +26,7 @@ NOISE = re.compile(r"oneDNN|TF_ENABLE_ONEDNN_OPTS|absl::InitializeLog|rebuild Te
 QUIET_STARTS = {"start_script_quietly", "import_tensorflow_quietly"}
 #: Scripts other work owns that do not start quietly yet -> the checks they fail, and why
 #: (strict: once one passes, remove it here).
-PENDING = {
-    "make_synthetic_speech.py": (("static", "help"), "imports open_seq2seq.data (TensorFlow) "
-                                 "at the top, before argparse"),
-    "benchmark_speech_buckets.py": (("static",), "imports TensorFlow without a quiet start"),
-}
+PENDING: dict = {}
 MARKER = "tensorflow imported: "
 #: Runs a script as ``python SCRIPT ARGS`` does, then says whether TensorFlow was imported.
 WRAPPER = textwrap.dedent(f"""\
