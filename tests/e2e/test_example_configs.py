@@ -91,7 +91,7 @@ INFER_MAX_PARAMS = 15_000_000
 #: components, that combination's infer is not run.)
 FULL_CYCLE_MAX_PARAMS = 50_000_000
 TIMEOUT = 1800
-_STARTED = re.compile(r"Training ([\d,]+) parameters for (\d+) steps .* (\d+) replica\(s\), "
+_STARTED = re.compile(r"Training ([\d,]+) parameters for (\d+) steps? .* (\d+) replica\(s\), "
                       r"backend ([\w-]+)")
 
 

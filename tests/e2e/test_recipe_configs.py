@@ -53,7 +53,7 @@ pytestmark = pytest.mark.slow
 STEPS = 2
 EVAL_BATCHES = 2
 TIMEOUT = 900
-_STARTED = re.compile(r"Training ([\d,]+) parameters for (\d+) steps .* 1 replica\(s\), "
+_STARTED = re.compile(r"Training ([\d,]+) parameters for (\d+) steps? .* 1 replica\(s\), "
                       r"backend single")
 
 
