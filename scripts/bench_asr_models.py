@@ -108,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
   for config in args.configs:
     if not os.path.isfile(os.path.join(CONFIG_DIR, config)):
       raise SystemExit(f"error: --configs: {config} is not in example_configs/speech2text/")
+  if args.workdir:
+    sys.path.insert(0, ROOT)
+    from open_seq2seq.utils.io import exit_if_unwritable  # pylint: disable=import-outside-toplevel
+    exit_if_unwritable(args.workdir, "--workdir", directory=True)
   workdir = args.workdir or tempfile.mkdtemp(prefix="bench_asr_")
   os.makedirs(workdir, exist_ok=True)
   results = [benchmark(config, workdir, data_dir, args.eval_steps) for config in args.configs]

@@ -45,6 +45,7 @@ def test_an_output_under_a_regular_file_stops_the_script_in_one_line(name, tmp_p
 
 #: Scripts with an output flag that handle it another way.
 OTHERWISE = {
+    "bench_asr_models": "its --data_dir is an input (the corpus); --workdir is checked first",
     "port_config": "-o writes one file atomically and names a failed write",
     "plot_run": "writes one PNG atomically and names a failed write",
     "run_export": "checks --output before loading the SavedModel",

@@ -76,8 +76,10 @@ def test_the_groups_update_in_order_each_with_its_own_loss_and_settings(configs)
   values = step.function()(iter([batch]))
   for got, want in zip(values_of(critic.variables), encoder1):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+  # Adam's first step is lr * g / (|g| + eps): ill-conditioned where |g| ~ eps, so float
+  # rounding moves such elements by up to ~1e-5 (a wrong order moves many by ~1e-2)
   for got, want in zip(values_of(generator.variables), decoder1):
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-4)
   assert step.global_step == 1 and int(critic.optimizer.iterations.numpy()) == 1
   assert values["loss/critic"] > values["loss"] > 0  # the critic's loss has the penalty
   assert set(values) >= {"loss", "learning_rate", "skipped", "units", "learning_rate/critic",
