@@ -32,16 +32,16 @@ DEFAULT_CONFIGS = ("conformer_ctc_synthetic.py", "quartznet_synthetic.py")
 
 
 def cpu_name() -> str:
+  """The CPU's model name (run_record's), its bfloat16/AVX2 kind and its core count."""
+  sys.path.insert(0, ROOT)
+  from open_seq2seq import run_record  # pylint: disable=import-outside-toplevel
   try:
     with open("/proc/cpuinfo", encoding="utf-8") as f:
-      text = f.read()
-  except OSError:
-    return "unknown CPU"
-  model = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
-  flags = re.search(r"^flags\s*:\s*(.+)$", text, re.M)
-  extra = " with AVX-512 BF16" if flags and "avx512_bf16" in flags.group(1).split() else \
-      " (AVX2)" if flags and "avx2" in flags.group(1).split() else ""
-  return f"{model.group(1).strip() if model else 'unknown CPU'}{extra}, {os.cpu_count()} cores"
+      flags = set(re.search(r"^flags\s*:\s*(.+)$", f.read(), re.M).group(1).split())
+  except (OSError, AttributeError):
+    flags = set()
+  kind = " with AVX-512 BF16" if "avx512_bf16" in flags else " (AVX2)" if "avx2" in flags else ""
+  return f"{run_record.cpu_name()}{kind}, {os.cpu_count()} cores"
 
 
 def run(args: list[str], cwd: str) -> subprocess.CompletedProcess:

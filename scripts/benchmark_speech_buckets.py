@@ -40,16 +40,6 @@ RATE = 16000
 WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "zero"]
 
 
-def cpu_name() -> str:
-  try:
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-      for line in f:
-        if line.startswith("model name"):
-          return line.split(":", 1)[1].strip()
-  except OSError:
-    pass
-  return "unknown CPU"
-
 
 def make_corpus(directory: str, count: int, seed: int = 0) -> tuple[str, np.ndarray]:
   """``count`` noise WAVs of log-normal durations in [1, 35] s; (csv path, durations)."""
@@ -148,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
   with tempfile.TemporaryDirectory() as tmp:
     csv_path, durations = make_corpus(tmp, args.utterances)
     budget = round(args.batch_size * float(durations.mean()))
+    from open_seq2seq.run_record import cpu_name  # pylint: disable=import-outside-toplevel
     print(f"CPU: {cpu_name()} ({os.cpu_count()} cores)")
     print(f"corpus: {len(durations)} utterances, {durations.sum():.0f} s of audio, "
           f"{durations.min():.1f}-{durations.max():.1f} s (median {np.median(durations):.1f})\n")
