@@ -65,8 +65,10 @@ def serving_function(model: Any, adapter: ServingAdapter) -> tf.types.experiment
 
 
 def save(model: Any, adapter: ServingAdapter, export_dir: str,
-         metadata: dict[str, Any]) -> dict[str, Any]:
-  """Saves ``model`` (variables created and restored) with ``adapter``'s signature.
+         metadata: dict[str, Any], extra: Any = None) -> dict[str, Any]:
+  """Saves ``model`` (variables created and restored) with ``adapter``'s signature, and
+  ``extra``'s if given (a tf.Module with ``signatures()`` -> name -> concrete function and
+  ``describe_signatures()``, such as a streaming recognizer's).
 
   Returns the metadata written to :data:`METADATA_FILE`.
   """
@@ -74,11 +76,17 @@ def save(model: Any, adapter: ServingAdapter, export_dir: str,
   exported = _Exported(model.layers, adapter)
   exported.serve = function
   concrete = function.get_concrete_function()
-  metadata = dict(metadata, signatures={"serving_default": adapter.describe()})
+  signatures = {"serving_default": concrete}
+  described = {"serving_default": adapter.describe()}
+  if extra is not None:
+    exported.extra = extra
+    signatures.update(extra.signatures())
+    described.update(extra.describe_signatures())
+  metadata = dict(metadata, signatures=described)
   partial = f"{export_dir}.partial-{os.getpid()}"
   shutil.rmtree(partial, ignore_errors=True)
   try:
-    tf.saved_model.save(exported, partial, signatures={"serving_default": concrete})
+    tf.saved_model.save(exported, partial, signatures=signatures)
     os.makedirs(os.path.join(partial, "assets.extra"), exist_ok=True)
     with open(os.path.join(partial, METADATA_FILE), "w", encoding="utf-8") as f:
       json.dump(metadata, f, indent=2)  # insertion order: the first output is the main one

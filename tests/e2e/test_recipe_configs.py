@@ -73,6 +73,7 @@ CASES: dict[str, Case] = {
     "lm/lstm-austen.py": Case(("data/austen",)),
     "speech2text/conformer_ctc_synthetic.py": Case(("data/synthetic_speech",)),
     "speech2text/conformer_transducer_synthetic.py": Case(("data/synthetic_speech",)),
+    "speech2text/conformer_streaming_synthetic.py": Case(("data/synthetic_speech",)),
     "speech2text/jasper_commands_synthetic.py": Case(("data/speech_commands_synthetic",)),
     "speech2text/jca_toy_synthetic.py": Case(("data/synthetic_speech",)),
     "speech2text/quartznet_synthetic.py": Case(("data/synthetic_speech",)),

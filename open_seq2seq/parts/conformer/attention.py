@@ -13,10 +13,14 @@ the same as ESPnet's and NeMo's ``RelPositionMultiHeadAttention``):
   by :func:`rel_shift` (pad one zero column, reshape, drop a row), not gathered.
 
 Scores depend on ``i - j`` only, so a padded batch gives each utterance the scores it gets
-alone; padded keys get a large negative bias. Logits are taken in the compute dtype with
-the scale folded into the queries, then the bias is added and the softmax taken in float32
-(as :mod:`open_seq2seq.parts.transformer.attention` does: a half-precision softmax loses the
-small probabilities and overflows on masks).
+alone; padded keys get a large negative bias. Streaming
+(:meth:`RelPositionMultiHeadAttention.stream`) prepends cached keys and values of ``M``
+earlier frames (Transformer-XL's memory): the encoding then covers distances
+``M+T-1, ..., -(T-1)`` and :func:`rel_shift` keeps ``M + T`` key columns.
+
+Logits are taken in the compute dtype with the scale folded into the queries, then the bias
+is added and the softmax taken in float32 (as :mod:`open_seq2seq.parts.transformer.attention`
+does: a half-precision softmax loses the small probabilities and overflows on masks).
 """
 
 from __future__ import annotations
@@ -30,13 +34,15 @@ import tensorflow as tf
 from open_seq2seq.parts.dropout import dropout, dropout_seed_generator
 
 
-def relative_position_encoding(length: Any, depth: int) -> tf.Tensor:
-  """Float32 [2 * length - 1, depth]: row ``k`` encodes the distance ``length - 1 - k``.
+def relative_position_encoding(length: Any, depth: int, memory: Any = 0) -> tf.Tensor:
+  """Float32 [2 * length + memory - 1, depth]: row ``k`` encodes the distance
+  ``length + memory - 1 - k``, for ``length`` queries over ``memory + length`` keys (the
+  queries are the last ``length`` keys).
 
   Transformer-XL's sinusoids: ``[sin(r * w), cos(r * w)]`` (concatenated halves) with
   ``w_i = 10000 ** (-2 i / depth)``, ``i < depth // 2`` (a zero column pads an odd depth).
   """
-  distances = tf.cast(tf.range(length - 1, -length, -1), tf.float32)
+  distances = tf.cast(tf.range(length + memory - 1, -length, -1), tf.float32)
   half = depth // 2
   inv_freq = tf.exp(tf.range(half, dtype=tf.float32) * (-2.0 * math.log(10000.0) / depth))
   angles = distances[:, None] * inv_freq[None, :]
@@ -47,11 +53,13 @@ def relative_position_encoding(length: Any, depth: int) -> tf.Tensor:
 
 
 def rel_shift(scores: tf.Tensor) -> tf.Tensor:
-  """[..., T, 2T-1] scores by (query i, position row k) -> [..., T, T] by (query i, key j).
+  """[..., T, P] scores by (query i, position row k) -> [..., T, K] by (query i, key j), with
+  K = P - T + 1 keys of which the queries are the last T (P = 2T - 1 without a memory).
 
-  Row ``k`` holds distance ``T-1-k``, so the (i, j) entry is the input's (i, T-1-i+j). One
-  zero column on the left, then a reshape to [2T, T] and dropping the first row shifts row i
-  left by T-1-i; reshaped back, the first T columns are the answer (Transformer-XL's trick).
+  Row ``k`` holds distance ``K-1-k`` and query ``i`` is key ``K-T+i``, so the (i, j) entry is
+  the input's (i, T-1-i+j). One zero column on the left, then a reshape to [P+1, T] and
+  dropping the first row shifts row i left by T-1-i; reshaped back, the first K columns are
+  the answer (Transformer-XL's trick).
   """
   shape = tf.shape(scores)
   length, positions = shape[-2], shape[-1]
@@ -59,7 +67,7 @@ def rel_shift(scores: tf.Tensor) -> tf.Tensor:
   padded = tf.pad(scores, [[0, 0]] * (len(scores.shape) - 1) + [[1, 0]])
   padded = tf.reshape(padded, tf.concat([lead, [positions + 1, length]], 0))
   shifted = tf.reshape(padded[..., 1:, :], tf.concat([lead, [length, positions]], 0))
-  return shifted[..., :length]
+  return shifted[..., :positions - length + 1]
 
 
 class RelPositionMultiHeadAttention(keras.layers.Layer):
@@ -119,14 +127,32 @@ class RelPositionMultiHeadAttention(keras.layers.Layer):
     q, k, _, p = self._project(x, positions)
     return self._logits(q, k, p)
 
-  def call(self, x: tf.Tensor, positions: tf.Tensor, bias: tf.Tensor | None = None,
-           training: bool | None = None) -> tf.Tensor:
-    q, k, v, p = self._project(x, positions)
+  def _attend(self, q, k, v, p, bias, training) -> tf.Tensor:
+    """Output [B, T, d_model] of queries [B, heads, T, depth] over keys/values."""
     logits = self._logits(q, k, p)
     if bias is not None:
       logits += tf.cast(bias, tf.float32)
     weights = tf.cast(tf.nn.softmax(logits), v.dtype)
     weights = dropout(weights, self.attention_dropout, training, self.seed_generator)
     out = tf.transpose(tf.matmul(weights, v), [0, 2, 1, 3])
-    out = tf.reshape(out, [tf.shape(x)[0], tf.shape(x)[1], self.d_model])
+    out = tf.reshape(out, [tf.shape(q)[0], tf.shape(q)[2], self.d_model])
     return self.output_dense(out)
+
+  def call(self, x: tf.Tensor, positions: tf.Tensor, bias: tf.Tensor | None = None,
+           training: bool | None = None) -> tf.Tensor:
+    q, k, v, p = self._project(x, positions)
+    return self._attend(q, k, v, p, bias, training)
+
+  def stream(self, x: tf.Tensor, positions: tf.Tensor, bias: tf.Tensor, keys: tf.Tensor,
+             values: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Inference on a chunk ``x`` [B, T, d_model] after ``M`` cached frames.
+
+    ``keys``/``values`` [B, heads, M, depth] are the earlier frames' projections,
+    ``positions`` the :func:`relative_position_encoding` of T with memory M, ``bias``
+    float32 broadcastable to [B, heads, T, M + T]. Returns the output and the caches of the
+    last M of the M + T frames.
+    """
+    q, k, v, p = self._project(x, positions)
+    k, v = tf.concat([keys, k], axis=2), tf.concat([values, v], axis=2)
+    chunk = tf.shape(x)[1]
+    return self._attend(q, k, v, p, bias, False), k[:, :, chunk:], v[:, :, chunk:]

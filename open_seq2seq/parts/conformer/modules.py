@@ -9,13 +9,19 @@ One block, on frames x [B, T, d_model] (every sub-module pre-normed, with a resi
     x = LayerNorm(x)
 
 * FFN: Linear(d, e * d) -> Swish -> Dropout -> Linear(e * d, d) (expansion e = 4).
-* Conv: pointwise conv to 2d channels -> GLU -> depthwise conv (kernel k, "same", frames past
-  each length zeroed first) -> BatchNorm (statistics over real frames only) or LayerNorm ->
-  Swish -> pointwise conv to d.
+* Conv: pointwise conv to 2d channels -> GLU -> depthwise conv (kernel k, "same", or causal:
+  k - 1 frames of zeros on the left and none on the right, so frame t sees t-k+1 ... t;
+  frames past each length zeroed first) -> BatchNorm (statistics over real frames only) or
+  LayerNorm -> Swish -> pointwise conv to d.
 * MHSA: :class:`~open_seq2seq.parts.conformer.attention.RelPositionMultiHeadAttention`.
 
 The residual dropouts, the order of the modules and the final norm are as in NeMo's
 ``ConformerLayer``; pointwise convs are Dense layers (the same map on [B, T, C]).
+
+Streaming (``stream`` methods, inference only): a chunk of frames runs through the block
+with the attention's cached keys and values of earlier frames and the causal conv's last
+``k - 1`` inputs, and returns the updated caches; every other part works frame by frame
+(batch norm with its frozen statistics included).
 Stochastic depth (Huang et al. 2016, as NeMo applies it to Conformer layers) is the
 encoder's: :func:`stochastic_depth_probs` gives each block's drop probability.
 """
@@ -86,19 +92,24 @@ class ConformerConvolution(keras.layers.Layer):
   """Pointwise -> GLU -> depthwise (masked input) -> BatchNorm/LayerNorm -> Swish -> pointwise.
 
   ``call(x, mask, training)``: ``mask`` bool [B, T], True on real frames: padded frames are
-  zeroed before the depthwise conv and left out of batch-norm statistics.
+  zeroed before the depthwise conv and left out of batch-norm statistics. ``causal``: the
+  depthwise conv sees the current and the ``kernel_size - 1`` previous frames only.
   """
 
   def __init__(self, d_model: int, kernel_size: int, norm_type: str = "batch_norm",
                bn_momentum: float = 0.9, bn_epsilon: float = 1e-5, use_bias: bool = True,
-               kernel_initializer: Any = "glorot_uniform", **kwargs):
+               kernel_initializer: Any = "glorot_uniform", causal: bool = False, **kwargs):
     super().__init__(**kwargs)
-    if kernel_size % 2 == 0:
+    if kernel_size % 2 == 0 and not causal:
       raise ValueError(f"conv kernel size {kernel_size} is even: a centred ('same') "
                        "depthwise conv needs an odd one")
     if norm_type not in CONV_NORMS:
       raise ValueError(f"conv norm {norm_type!r} is not one of {', '.join(CONV_NORMS)}")
     self.d_model, self.kernel_size, self.norm_type = d_model, kernel_size, norm_type
+    self.causal = causal
+    # zeros before / after each utterance: what the depthwise conv reads past its ends
+    self.left_pad = kernel_size - 1 if causal else (kernel_size - 1) // 2
+    self.right_pad = kernel_size - 1 - self.left_pad
     policy = self.dtype_policy
     self.pointwise1 = keras.layers.Dense(2 * d_model, use_bias=use_bias, dtype=policy,
                                          kernel_initializer=kernel_initializer,
@@ -121,18 +132,31 @@ class ConformerConvolution(keras.layers.Layer):
     self.norm.build((None, None, self.d_model))
     self.pointwise2.build((None, self.d_model))
 
-  def call(self, x: tf.Tensor, mask: tf.Tensor, training: bool | None = None) -> tf.Tensor:
+  def _gated(self, x: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     content, gate = tf.split(self.pointwise1(x), 2, axis=-1)
     y = content * tf.sigmoid(gate)  # GLU over the channels
-    y = y * tf.cast(mask, y.dtype)[:, :, None]
-    half = (self.kernel_size - 1) // 2
-    y = self.depthwise(tf.pad(y, [[0, 0], [half, half], [0, 0]]))
+    return y * tf.cast(mask, y.dtype)[:, :, None]
+
+  def _finish(self, y: tf.Tensor, mask: tf.Tensor, dtype: Any, training: bool | None
+              ) -> tf.Tensor:
     if self.norm_type == "batch_norm":
       y = self.norm(y, training=training, mask=mask)
     else:
       y = self.norm(y)
-    y = tf.nn.silu(tf.cast(y, x.dtype))
-    return self.pointwise2(y)
+    return self.pointwise2(tf.nn.silu(tf.cast(y, dtype)))
+
+  def call(self, x: tf.Tensor, mask: tf.Tensor, training: bool | None = None) -> tf.Tensor:
+    y = tf.pad(self._gated(x, mask), [[0, 0], [self.left_pad, self.right_pad], [0, 0]])
+    return self._finish(self.depthwise(y), mask, x.dtype, training)
+
+  def stream(self, x: tf.Tensor, mask: tf.Tensor, cache: tf.Tensor
+             ) -> tuple[tf.Tensor, tf.Tensor]:
+    """Inference on a chunk of a causal conv: ``cache`` [B, kernel_size - 1, d_model] holds
+    the depthwise conv's (masked) inputs of the frames before ``x``; returns the output and
+    the cache for the next chunk."""
+    y = tf.concat([cache, self._gated(x, mask)], axis=1)
+    return (self._finish(self.depthwise(y), mask, x.dtype, False),
+            y[:, tf.shape(x)[1]:])
 
 
 class ConformerBlock(keras.layers.Layer):
@@ -147,7 +171,8 @@ class ConformerBlock(keras.layers.Layer):
                conv_kernel_size: int = 31, conv_norm_type: str = "batch_norm",
                dropout_rate: float = 0.1, attention_dropout: float = 0.1,
                bn_momentum: float = 0.9, bn_epsilon: float = 1e-5, use_bias: bool = True,
-               kernel_initializer: Any = "glorot_uniform", **kwargs):
+               kernel_initializer: Any = "glorot_uniform", conv_causal: bool = False,
+               **kwargs):
     super().__init__(**kwargs)
     policy = self.dtype_policy
     self.d_model, self.dropout_rate = d_model, dropout_rate
@@ -162,7 +187,7 @@ class ConformerBlock(keras.layers.Layer):
     self.conv_norm = _layer_norm("conv_norm", policy)
     self.conv = ConformerConvolution(
         d_model, conv_kernel_size, conv_norm_type, bn_momentum, bn_epsilon, use_bias=use_bias,
-        kernel_initializer=kernel_initializer, dtype=policy, name="conv")
+        kernel_initializer=kernel_initializer, causal=conv_causal, dtype=policy, name="conv")
     self.ff2_norm = _layer_norm("ff2_norm", policy)
     self.ff2 = ConformerFeedForward(**ffn, name="ff2")
     self.output_norm = _layer_norm("output_norm", policy)
@@ -188,3 +213,19 @@ class ConformerBlock(keras.layers.Layer):
     x = x + self._drop(y, training)
     x = x + half * self._drop(self.ff2(self.ff2_norm(x), training=training), training)
     return self.output_norm(x)
+
+  def stream(self, x: tf.Tensor, positions: tf.Tensor, mask: tf.Tensor, bias: tf.Tensor,
+             cache: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+    """Inference on a chunk (module doc). ``cache``: ``keys``, ``values`` (the attention's,
+    see :meth:`RelPositionMultiHeadAttention.stream`) and ``conv`` (see
+    :meth:`ConformerConvolution.stream`); ``positions`` and ``bias`` cover the cached and the
+    chunk's frames. Returns the output and the new cache."""
+    half = tf.constant(0.5, x.dtype)
+    x = x + half * self.ff1(self.ff1_norm(x), training=False)
+    y, keys, values = self.attention.stream(self.attention_norm(x), positions, bias,
+                                            cache["keys"], cache["values"])
+    x = x + y
+    y, conv = self.conv.stream(self.conv_norm(x), mask, cache["conv"])
+    x = x + y
+    x = x + half * self.ff2(self.ff2_norm(x), training=False)
+    return self.output_norm(x), {"keys": keys, "values": values, "conv": conv}
