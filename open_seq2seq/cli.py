@@ -246,7 +246,6 @@ def _export(args: argparse.Namespace, evaluator: Evaluator, model: Model, checkp
   from open_seq2seq.serving import export
   from open_seq2seq.training import reporting
   from open_seq2seq.utils import precision
-  from open_seq2seq.serving.speech_streaming import streaming_extension
   adapter = model.serving_adapter()
   evaluator.ensure_variables(adapter.to_batch(adapter.example_inputs()))
   evaluator.restore(checkpoint)
@@ -254,7 +253,7 @@ def _export(args: argparse.Namespace, evaluator: Evaluator, model: Model, checkp
       "model": type(model).__name__, "config_file": os.path.abspath(args.config_file),
       "checkpoint": os.path.abspath(checkpoint), "step": evaluator.restored_step,
       "dtype": precision.normalize_dtype(config["dtype"]), "tensorflow": tf.__version__},
-      extra=streaming_extension(model))
+      extra=model.extra_serving_signatures())
   for name, signature in metadata["signatures"].items():
     reporting.log(f"exported {checkpoint} to {args.export_dir}: {name}("
                   f"{', '.join(signature['inputs'])}) -> {', '.join(signature['outputs'])}")

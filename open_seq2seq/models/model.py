@@ -335,3 +335,9 @@ class Model(Configurable):
     :class:`~open_seq2seq.serving.adapter.ServingAdapter`. Families override it."""
     raise ConfigError(f"{type(self).__name__} models cannot be exported yet "
                       f"(--mode=export)")
+
+  def extra_serving_signatures(self):
+    """Signatures an export adds beside ``serving_default`` (``--mode=export``): None, or a
+    ``tf.Module`` with ``signatures()`` (name -> concrete function) and
+    ``describe_signatures()`` (name -> inputs/outputs), such as a streaming recognizer's."""
+    return None

@@ -246,6 +246,13 @@ class Speech2Text(Model):
     return self.finalize_evaluation([(i, _edits(layer.transcripts[i], text))
                                      for i, (text, *_) in results])
 
+  def extra_serving_signatures(self):
+    """A streaming encoder's export also holds ``stream_initial_state`` and ``stream_step``
+    (audio chunk + state in, text + state out; docs/speech-recognition.md)."""
+    # pylint: disable-next=import-outside-toplevel
+    from open_seq2seq.serving.speech_streaming import streaming_extension
+    return streaming_extension(self)
+
   def serving_adapter(self):
     """Exported recognizers take waveforms and return transcripts (the decoder's in-graph
     decoding: greedy CTC, the attention decoder's search or the transducer's greedy / beam
