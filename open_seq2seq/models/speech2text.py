@@ -7,6 +7,7 @@ import os
 from typing import Any, Callable
 
 import numpy as np
+import tensorflow as tf
 
 from open_seq2seq.data.description import DataDescription, SpeechDescription
 from open_seq2seq.decoders.transducer_decoder import TransducerDecoder
@@ -25,6 +26,10 @@ LOGITS_FILE = "infer_logits.npz"
 PICKLE_SUFFIXES = (".pickle", ".pkl")
 #: The modes whose outputs carry word timestamps (export builds an interactive_infer model).
 TIMESTAMP_MODES = ("infer", "interactive_infer")
+#: Feature frames and target tokens of the slice that creates a model's variables
+#: (:meth:`Speech2Text.create_variables`): a multiple of every encoder's ``pad_to``.
+VARIABLES_FRAMES = 256
+VARIABLES_TOKENS = 8
 
 
 def _edits(ref: str, hyp: str) -> tuple[int, int, int, int]:
@@ -120,6 +125,20 @@ class Speech2Text(Model):
     if transducer and self.loss.params["blank"] not in (-1, self.decoder.vocab_size - 1):
       raise ConfigError(f"loss_params/blank: TransducerDecoder's blank is its last class "
                         f"({self.decoder.vocab_size - 1}); set blank: -1")
+
+  def create_variables(self, batch: dict) -> None:
+    """Creates the variables on a short slice of the batch (the first utterance's first
+    :data:`VARIABLES_FRAMES` frames and first targets): their shapes do not depend on the
+    lengths, and this first pass runs op by op, which for a long recording's decoding (a
+    transducer's greedy search over minutes of audio) took minutes."""
+    features, lengths = batch["source_tensors"]
+    short = {"source_tensors": (features[:1, :VARIABLES_FRAMES],
+                                tf.minimum(lengths[:1], VARIABLES_FRAMES))}
+    if "target_tensors" in batch:
+      ids, id_lengths = batch["target_tensors"]
+      short["target_tensors"] = (ids[:1, :VARIABLES_TOKENS],
+                                 tf.minimum(id_lengths[:1], VARIABLES_TOKENS))
+    super().create_variables(short)
 
   # ------------------------------------------------------------------ decoding to text
   @property

@@ -182,3 +182,22 @@ def test_sentencepiece_targets_are_not_autoregressive_for_their_own_s_pieces(cor
       [corpus], data_params={"vocab_file": spm_model, "autoregressive": True}), "eval")
   description = autoregressive.data_layer.description
   assert (description.start_id, description.end_id) == (40, 41)
+
+
+def test_variables_are_created_on_a_short_slice_of_a_long_batch(corpus):
+  """A long recording's first pass runs op by op: the variables come from a short slice."""
+  from open_seq2seq.models.speech2text import VARIABLES_FRAMES
+  model = build_model(speech_config([corpus]), "train")
+  batch = next(iter(model.data_layer.build_dataset()))
+  features, lengths = batch["source_tensors"]
+  long = tf.tile(features, [1, 3 * VARIABLES_FRAMES // features.shape[1] + 1, 1])
+  seen = []
+  call = model.encoder.call
+  model.encoder.call = lambda inputs, **kw: (seen.append(inputs["source_tensors"][0].shape),
+                                             call(inputs, **kw))[1]
+  long_lengths = tf.fill(tf.shape(lengths), long.shape[1])
+  model.create_variables({**batch, "source_tensors": (long, long_lengths)})
+  assert seen == [(1, VARIABLES_FRAMES, features.shape[2])]
+  model.encoder.call = call
+  loss, _, _ = model.compute_loss(batch, training=False)  # every variable was created
+  assert np.isfinite(loss.numpy()) and model.trainable_variables
