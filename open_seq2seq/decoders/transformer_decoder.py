@@ -38,7 +38,8 @@ class TransformerDecoderLayer(keras.layers.Layer):
                     norm_placement=params["norm_placement"],
                     norm_params=params["norm_params"], dtype=policy)
     self.self_attention = SelfAttention(hidden, heads, params["attention_dropout"],
-                                        initializer, dtype=policy, name="self_attention")
+                                        initializer, params["max_relative_positions"],
+                                        dtype=policy, name="self_attention")
     self.self_attention_norm = ResidualNorm(**residual, name="self_attention_wrapper")
     self.encdec_attention = Attention(hidden, heads, params["attention_dropout"], initializer,
                                       dtype=policy, name="encdec_attention")
@@ -222,7 +223,8 @@ class TransformerDecoder(EmbeddingSharingDecoder):
     inputs = tf.concat([go, targets[:, :-1]], axis=1)
     length = tf.shape(inputs)[1]
     x = embedding(inputs)
-    x += tf.cast(get_position_encoding(length, self.params["hidden_size"]), x.dtype)
+    if not self.params["max_relative_positions"]:
+      x += tf.cast(get_position_encoding(length, self.params["hidden_size"]), x.dtype)
     x = dropout(x, self.params["layer_postprocess_dropout"], training, self.seed_generator)
     # Target padding needs no attention mask: it sits at the end, after every real position.
     # Batch norm's statistics do: the inputs GO, y_0 .. y_{n-2} of a target of n ids are real.
@@ -240,9 +242,11 @@ class TransformerDecoder(EmbeddingSharingDecoder):
     rows = search.rows  # hypotheses per example
     batch_size = tf.shape(memory)[0]
     decode_lengths = src_lengths + p["extra_decode_length"]
-    positions = tf.cast(
-        get_position_encoding(tf.reduce_max(decode_lengths) + 1, p["hidden_size"]),
-        self.compute_dtype)
+    positions = None  # relative positions: the self-attention knows the step
+    if not p["max_relative_positions"]:
+      positions = tf.cast(
+          get_position_encoding(tf.reduce_max(decode_lengths) + 1, p["hidden_size"]),
+          self.compute_dtype)
     # Memory keys/values are computed once (before tiling) and captured by the step
     # function. (Tiled: one matrix-vector product per hypothesis is faster on CPU than one
     # small matrix product per example once sources are long, docs/benchmarks.md.)
@@ -259,7 +263,9 @@ class TransformerDecoder(EmbeddingSharingDecoder):
 
     def step(ids, i, states, buffer):
       cache, rows = store.step(buffer, states["rows"], i)
-      x = embedding(ids[:, None]) + positions[i]
+      x = embedding(ids[:, None])
+      if positions is not None:
+        x += positions[i]
       for layer, layer_kv in zip(self.decoder_layers, memory_kv):
         x, cache = layer(x, None, None, memory_bias, cache=cache, memory_kv=layer_kv,
                          training=False)

@@ -34,7 +34,8 @@ class TransformerEncoderLayer(keras.layers.Layer):
                     norm_placement=params["norm_placement"],
                     norm_params=params["norm_params"], dtype=policy)
     self.self_attention = SelfAttention(hidden, params["num_heads"],
-                                        params["attention_dropout"], initializer, dtype=policy,
+                                        params["attention_dropout"], initializer,
+                                        params["max_relative_positions"], dtype=policy,
                                         name="self_attention")
     self.self_attention_norm = ResidualNorm(**residual, name="self_attention_wrapper")
     self.ffn = FeedForwardNetwork(hidden, params["filter_size"], params["relu_dropout"],
@@ -126,7 +127,8 @@ class TransformerEncoder(Encoder):
     mask = get_padding_mask(lengths, length)
 
     x = self.embedding_softmax_layer(ids)
-    x += tf.cast(get_position_encoding(length, self.params["hidden_size"]), x.dtype)
+    if not self.params["max_relative_positions"]:
+      x += tf.cast(get_position_encoding(length, self.params["hidden_size"]), x.dtype)
     x = dropout(x, self.params["layer_postprocess_dropout"], training, self.seed_generator)
     for layer in self.encoder_layers:
       x = layer(x, bias, training=training, padding_mask=mask)

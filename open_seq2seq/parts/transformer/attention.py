@@ -5,6 +5,12 @@ matmuls are plain batched matmuls. Self-attention projects queries, keys and val
 fused Dense (one matmul instead of three); encoder-decoder attention fuses keys and values.
 Logits are computed in the compute dtype, then the bias is added and the softmax taken in
 float32 (half-precision softmax loses the small probabilities and overflows on masks).
+
+Self-attention can add relative position representations (Shaw et al., 2018, as OpenNMT-tf's
+``maximum_relative_position``): with ``max_relative_positions`` K > 0, position i's query also
+meets a learned key vector for the distance j - i of each key j, clipped to [-K, K], and its
+output adds the attention-weighted learned value vectors of those distances. The two tables
+(``relative_position_keys``/``_values``, [2K + 1, depth]) are shared by the heads.
 """
 
 from __future__ import annotations
@@ -73,6 +79,14 @@ class _AttentionBase(keras.layers.Layer):
     return self.output_dense(out)
 
 
+def relative_indices(query_positions: tf.Tensor, key_length: Any, max_distance: int
+                     ) -> tf.Tensor:
+  """Rows of the relative tables, int32 [queries, key_length]: clip(j - i, -K, K) + K for the
+  query positions i and every key position j."""
+  distance = tf.range(key_length)[None, :] - query_positions[:, None]
+  return tf.clip_by_value(distance, -max_distance, max_distance) + max_distance
+
+
 class SelfAttention(_AttentionBase):
   """Multi-head self-attention, with a key/value cache for incremental decoding.
 
@@ -84,17 +98,50 @@ class SelfAttention(_AttentionBase):
   """
 
   def __init__(self, hidden_size: int, num_heads: int, attention_dropout: float = 0.0,
-               kernel_initializer: Any = "glorot_uniform", **kwargs):
+               kernel_initializer: Any = "glorot_uniform", max_relative_positions: int = 0,
+               **kwargs):
     super().__init__(hidden_size, num_heads, attention_dropout, kernel_initializer, **kwargs)
     self.qkv_dense = self._dense(3 * hidden_size, "qkv_transform")
+    self.max_relative_positions = max_relative_positions
 
   def _projections(self) -> list[keras.layers.Dense]:
     return [self.qkv_dense, self.output_dense]
 
+  def build(self, input_shape=None):
+    super().build(input_shape)
+    if self.max_relative_positions > 0:
+      shape = (2 * self.max_relative_positions + 1, self.depth)
+      self.relative_keys = self.add_weight(shape=shape, name="relative_position_keys",
+                                           initializer=self.kernel_initializer)
+      self.relative_values = self.add_weight(shape=shape, name="relative_position_values",
+                                             initializer=self.kernel_initializer)
+
+  def _relative(self, indices: tf.Tensor, dtype: Any) -> tuple[tf.Tensor, tf.Tensor]:
+    """Key and value vectors [*indices.shape, depth] of the relative distances."""
+    return (tf.gather(tf.cast(self.relative_keys, dtype), indices),
+            tf.gather(tf.cast(self.relative_values, dtype), indices))
+
+  def _attend_relative(self, q: tf.Tensor, k: tf.Tensor, v: tf.Tensor,
+                       bias: tf.Tensor | None, training: bool | None) -> tf.Tensor:
+    """:meth:`_attend` with the relative terms of every query i against every key j."""
+    length = tf.shape(q)[2]
+    rel_k, rel_v = self._relative(
+        relative_indices(tf.range(length), length, self.max_relative_positions), q.dtype)
+    q = q * tf.cast(self.depth ** -0.5, q.dtype)
+    logits = tf.matmul(q, k, transpose_b=True) + tf.einsum("bnid,ijd->bnij", q, rel_k)
+    logits = tf.cast(logits, tf.float32)
+    if bias is not None:
+      logits += tf.cast(bias, tf.float32)
+    weights = self._weights(logits, v.dtype, training)
+    return self._output(tf.matmul(weights, v) + tf.einsum("bnij,ijd->bnid", weights, rel_v))
+
   def call(self, x: tf.Tensor, bias: tf.Tensor | None = None, cache: Any = None,
            training: bool | None = None):
     q, k, v = tf.unstack(self._split_heads(self.qkv_dense(x), 3))
+    relative = self.max_relative_positions > 0
     if cache is None:
+      if relative:
+        return self._attend_relative(q, k, v, bias, training)
       return self._attend(q, k, v, bias, training)
     if bias is not None:
       raise ValueError("SelfAttention: a cached step attends to every earlier position and "
@@ -104,10 +151,18 @@ class SelfAttention(_AttentionBase):
     # to itself, one softmax over both.
     k_history, v_history, cache = cache.append(k, v)
     q = q * tf.cast(self.depth ** -0.5, q.dtype)
-    logits = tf.cast(tf.concat([tf.matmul(q, k_history, transpose_b=True),
-                                tf.reduce_sum(q * k, -1, keepdims=True)], -1), tf.float32)
+    history = tf.matmul(q, k_history, transpose_b=True)
+    current = tf.reduce_sum(q * k, -1, keepdims=True)
+    if relative:  # the position is cache.step; its keys lie at distances -step ... 0
+      rel_k, rel_v = self._relative(relative_indices(
+          tf.reshape(cache.step, [1]), cache.step + 1, self.max_relative_positions)[0], q.dtype)
+      history += tf.einsum("bnid,jd->bnij", q, rel_k[:-1])
+      current += tf.reduce_sum(q * rel_k[-1], -1, keepdims=True)
+    logits = tf.cast(tf.concat([history, current], -1), tf.float32)
     weights = self._weights(logits, v.dtype, training)
     out = tf.matmul(weights[..., :-1], v_history) + weights[..., -1:] * v
+    if relative:
+      out += tf.einsum("bnij,jd->bnid", weights, rel_v)
     return self._output(out), cache
 
 

@@ -41,6 +41,10 @@ SHARED_PARAMS = {
     "pad_embeddings_2_eight": Param(
         bool, False, "Pad the embedding matrix's vocabulary to a multiple of 8."),
     "scale_embeddings": Param(bool, True, "Multiply embeddings by sqrt(hidden_size)."),
+    "max_relative_positions": Param(
+        int, 0, "Self-attention relative position representations clipped at this distance "
+        "(Shaw et al.; OpenNMT-tf's maximum_relative_position), instead of sinusoidal "
+        "positions; 0: sinusoidal positions."),
     **INITIALIZER_PARAMS,
 }
 
@@ -53,6 +57,9 @@ def check_shared_params(params: dict, where: str) -> None:
   if params["hidden_size"] % params["num_heads"]:
     raise ConfigError(f"{where}/num_heads: {params['num_heads']} does not divide "
                       f"hidden_size {params['hidden_size']}")
+  if params["max_relative_positions"] < 0:
+    raise ConfigError(f"{where}/max_relative_positions: must be 0 (sinusoidal positions) or "
+                      f"a positive distance, got {params['max_relative_positions']}")
   for key in ("attention_dropout", "relu_dropout", "layer_postprocess_dropout"):
     if not 0.0 <= params[key] < 1.0:
       raise ConfigError(f"{where}/{key}: must be in [0, 1), got {params[key]}")
