@@ -199,7 +199,8 @@ def _run_trained(args: argparse.Namespace, base_model: type[Model], config: dict
     reporting.log(precision.describe(config["dtype"]))
   evaluator = Evaluator(model, backend, eval_batches=config["eval_batches"],
                         allow_model_changes=config["allow_model_changes"],
-                        count_unused=args.model_changed)
+                        count_unused=args.model_changed,
+                        moving_average_decay=config["moving_average_decay"])
   if args.mode == "export":
     _export(args, evaluator, model, checkpoint, config)
     return 0

@@ -6,7 +6,8 @@
         --output_dir RUN-avg
     python run.py --config_file=CONFIG --mode=eval --logdir=RUN-avg
 
-Floating-point model variables are averaged (in float64); everything else (optimizer state,
+Floating-point model variables (and the moving averages of a run trained with
+moving_average_decay) are averaged (in float64); everything else (optimizer state,
 step counters, data position, integer tensors) comes from the newest checkpoint, whose name
 the result keeps. OUT gets the run's resolved config (config.txt, config.yaml) and
 averaged.json (which checkpoints went in). Exit status: 0, or 2 with one line on errors.
@@ -64,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"error: {e}", file=sys.stderr)
     return EXIT_USER_ERROR
   print(f"averaged {len(result.sources)} checkpoint(s): {', '.join(result.sources)}")
-  print(f"{len(result.averaged)} model variables averaged, {len(result.copied)} other tensors "
-        f"taken from {result.sources[-1]}")
+  shadows = sum(key.startswith(averaging.AVERAGED_PREFIXES[1]) for key in result.averaged)
+  print(f"{len(result.averaged) - shadows} model variables averaged" +
+        (f" (and their {shadows} moving averages)" if shadows else "") +
+        f", {len(result.copied)} other tensors taken from {result.sources[-1]}")
   print(f"wrote {result.path}")
   return 0
 

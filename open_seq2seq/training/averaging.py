@@ -4,7 +4,10 @@ Averaging the weights of the last few checkpoints of a run (as fairseq, OpenNMT 
 do) usually gives a little BLEU for free. The result is an ordinary checkpoint of the run:
 
 * every floating-point variable of the model (keys under ``model/``, see
-  ``training/checkpoints.py``) is averaged in float64 and cast back to its saved dtype;
+  ``training/checkpoints.py``) is averaged in float64 and cast back to its saved dtype, and
+  so are the moving averages of the weights of a run trained with ``moving_average_decay``
+  (``moving_average/``, see ``training/moving_average.py``): eval of the result with the
+  run's config reads the mean of the checkpoints' moving averages;
 * everything else (optimizer slots and step counter, loss-scale state, data position,
   dropout seed states and other integer tensors) and the object graph come from the newest
   checkpoint, so eval/infer (and even ``--continue_learning``) restore it like any other.
@@ -26,6 +29,7 @@ import tensorflow as tf
 
 from open_seq2seq.errors import CheckpointError
 from open_seq2seq.training.checkpoints import BEST_DIR
+from open_seq2seq.training.moving_average import CHECKPOINT_NAME
 from open_seq2seq.training.restoring import UnreadableCheckpoint
 from open_seq2seq.utils.io import current_umask
 
@@ -33,6 +37,9 @@ from open_seq2seq.utils.io import current_umask
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 #: Keys of the model's variables (the trainer saves the model as the "model" object).
 MODEL_PREFIX = "model/"
+#: Keys averaged when floating-point: the model's and the moving averages of its weights,
+#: which must also be the same in every checkpoint.
+AVERAGED_PREFIXES = (MODEL_PREFIX, f"{CHECKPOINT_NAME}/")
 #: The resolved config cli.py writes beside the checkpoints; copied so that OUT looks like a run.
 CONFIG_FILES = ("config.txt", "config.yaml")
 #: Where the output records which checkpoints it averages.
@@ -129,8 +136,8 @@ def average_checkpoints(checkpoints: list[str], output_dir: str) -> AveragedChec
   for path in checkpoints[:-1]:
     _check_same_variables(path, newest, *_variable_maps(path), dtypes, shapes)
   averaged = sorted(key for key, dtype in dtypes.items()
-                    if key.startswith(MODEL_PREFIX) and dtype.is_floating)
-  if not averaged:
+                    if key.startswith(AVERAGED_PREFIXES) and dtype.is_floating)
+  if not any(key.startswith(MODEL_PREFIX) for key in averaged):
     raise CheckpointError(f"{newest}: holds no floating-point model variable (no key under "
                           f"{MODEL_PREFIX}); was it written by open_seq2seq?")
   copied = sorted(set(dtypes) - set(averaged))
@@ -175,11 +182,11 @@ def _variable_maps(path: str) -> tuple[dict, dict]:
 
 def _check_same_variables(path: str, newest: str, dtypes: dict, shapes: dict,
                           newest_dtypes: dict, newest_shapes: dict) -> None:
-  """One line naming the first model key (in sorted order) where ``path`` and ``newest``
-  differ. The rest of the state may differ (e.g. a resume that added a loss scaler or ran
-  without the data position): only the newest's is kept."""
+  """One line naming the first model key (or moving-average key) in sorted order where
+  ``path`` and ``newest`` differ. The rest of the state may differ (e.g. a resume that added
+  a loss scaler or ran without the data position): only the newest's is kept."""
   def model(keys):
-    return {key for key in keys if key.startswith(MODEL_PREFIX)}
+    return {key for key in keys if key.startswith(AVERAGED_PREFIXES)}
 
   differences = {}
   for key in model(dtypes) ^ model(newest_dtypes):

@@ -5,6 +5,10 @@ The :class:`Evaluator` runs the model without updating it: one pass over an eval
 (each process formats its own share, the chief writes the outputs in input order as they
 arrive: :meth:`Evaluator.infer_to`), a single batch for samples and ``interactive_infer``,
 and the choice of the best checkpoint by the family's metric.
+
+With ``moving_average_decay`` the passes use the moving averages of the weights
+(:mod:`open_seq2seq.training.moving_average`): a training run's eval passes swap its live
+averages in and out; eval/infer/export load the checkpoint's averages into the model.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from open_seq2seq.errors import CheckpointError
 from open_seq2seq.models.model import Model
 from open_seq2seq.outputs import InferenceOutput
 from open_seq2seq.output_sink import OutputSink
-from open_seq2seq.training import reporting
+from open_seq2seq.training import moving_average, reporting
 from open_seq2seq.training.checkpoints import (CheckpointStore, model_checkpoint_object,
                                                named_variables, non_finite,
                                                restore_model_weights)
@@ -76,12 +80,19 @@ class Evaluator:
       for quick runs; a truncated pass never saves a new best. None: whole passes.
     allow_model_changes: restore checkpoints that do not fit the model (what fits is loaded,
       and a warning names the rest) instead of raising ``ModelMismatch``.
+    moving_average_decay: the run's key; when set, :meth:`restore` loads the checkpoint's
+      moving averages of the weights into the model (a notice says so, or that it has none).
+    averages: a training run's live moving averages: its eval passes use them.
   """
 
   def __init__(self, model: Model, backend: Backend, store: CheckpointStore | None = None,
                round_batches: int = ROUND_BATCHES, eval_batches: int | None = None,
-               allow_model_changes: bool = False, count_unused: bool = True):
+               allow_model_changes: bool = False, count_unused: bool = True,
+               moving_average_decay: float | None = None,
+               averages: moving_average.MovingAverage | None = None):
     self.model = model
+    self.averages = averages
+    self.use_averages = moving_average_decay is not None or averages is not None
     #: whether checkpoint variables the built model lacks are a mismatch (model_mismatches)
     self.count_unused = count_unused
     self.allow_model_changes = allow_model_changes
@@ -115,6 +126,8 @@ class Evaluator:
     self.restored_step, cast = restore_model_weights(self.model, path,
                                                      allow_changes=self.allow_model_changes,
                                                      count_unused=self.count_unused)
+    if self.use_averages:
+      self._load_averages(path)
     bad = non_finite(named_variables(self.model.named_layers))
     if bad:
       raise CheckpointError(
@@ -124,6 +137,17 @@ class Evaluator:
     if self.is_chief:
       log(f"Restored weights from {path}" +
           (f" (cast {len(cast)} variables to this run's dtype)" if cast else ""))
+
+  def _load_averages(self, path: str) -> None:
+    loaded = moving_average.load_averages(self.model, path)
+    if not self.is_chief:
+      return
+    if loaded is None:
+      log(f"notice: moving_average_decay is set, but {path} holds no moving averages of the "
+          f"weights (trained without them): using its weights")
+    else:
+      log(f"notice: moving_average_decay: the model's weights are the moving averages saved "
+          f"in {path} ({loaded} variables)")
 
   def restore_for(self, layer, path: str) -> None:
     """Builds the model on ``layer``'s first batch, then loads ``path``."""
@@ -224,13 +248,14 @@ class Evaluator:
     bar = reporting.ProgressBar("eval", self._total_batches(layer, limit),
                                 enabled=self.is_chief)
     eval_results, loss_sum, weight, truncated = [], 0.0, 0.0, []
-    for replicas in self._replica_outputs(layer, "eval", bar, limit, truncated):
-      for out in replicas:
-        if "target_tensors" in out["batch"]:
-          eval_results.extend(self.model.evaluate(out["batch"], out["predictions"]))
-        if "loss_sum" in out:
-          loss_sum += float(out["loss_sum"])
-          weight += float(out["weight"])
+    with self._averaged():  # the weights are back before a best checkpoint is saved
+      for replicas in self._replica_outputs(layer, "eval", bar, limit, truncated):
+        for out in replicas:
+          if "target_tensors" in out["batch"]:
+            eval_results.extend(self.model.evaluate(out["batch"], out["predictions"]))
+          if "loss_sum" in out:
+            loss_sum += float(out["loss_sum"])
+            weight += float(out["weight"])
     eval_results = sorted(self.backend.gather_objects(eval_results), key=lambda r: r[0])
     totals = self.backend.gather_objects([(loss_sum, weight, bool(truncated))])
     #: Whether the last pass stopped at ``eval_batches`` before the end of the data.
@@ -269,6 +294,11 @@ class Evaluator:
         self.is_chief:
       log(f"new best {metric} {format_number(float(metrics[metric]))}: saved to best_models/")
 
+  def _averaged(self):
+    """Within it, a training run's live moving averages are the model's weights."""
+    return self.averages.swapped_in() if self.averages is not None else \
+        contextlib.nullcontext()
+
   def infer_to(self, layer, sink: OutputSink, round_batches: int | None = None
                ) -> tuple[list[tuple[str, int]], dict[str, float]]:
     """Infers ``layer``'s data and writes the outputs through ``sink`` as they come.
@@ -284,6 +314,11 @@ class Evaluator:
       On the chief, ``(path, records)`` per file written and the metrics; ``([], {})``
       elsewhere.
     """
+    with self._averaged():
+      return self._infer_to(layer, sink, round_batches)
+
+  def _infer_to(self, layer, sink: OutputSink, round_batches: int | None
+                ) -> tuple[list[tuple[str, int]], dict[str, float]]:
     model, backend = self.model, self.backend
     round_batches = round_batches or self.round_batches
     bar = reporting.ProgressBar("infer", self._total_batches(layer), enabled=self.is_chief)

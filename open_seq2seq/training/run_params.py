@@ -99,6 +99,11 @@ GROUPS: dict[str, dict[str, Param]] = {
         "loss_scaling": Param((float, str, None), None,
                               "Static loss scale, 'Backoff' or 'LogMax' (half precision only)."),
         "loss_scaling_params": Param(dict, {}, "Parameters of the automatic loss scaler."),
+        "moving_average_decay": Param((float, None), None,
+                                      "Keep an exponential moving average of the trained "
+                                      "weights with this decay (e.g. 0.9999; OpenNMT-tf's key), "
+                                      "saved in the checkpoints; eval, infer and export use "
+                                      "the averages (training/moving_average.py)."),
         "optimizers": Param((dict, None), None,
                             "Models trained by several optimizers (adversarial ones): "
                             "{group: {key: value}} overriding, for that update group, the "

@@ -30,6 +30,10 @@ def check_run_settings(params: Mapping[str, Any], mode: str) -> None:
     if params[key] is not None and params[key] < 1:
       hint = " (None turns it off)" if key in PERIOD_KEYS else ""
       raise ConfigError(f"{key}: must be at least 1{hint}, got {params[key]}")
+  decay = params["moving_average_decay"]
+  if decay is not None and not 0.0 < decay < 1.0:
+    raise ConfigError(f"moving_average_decay: must be between 0 and 1 (exclusive), usually "
+                      f"close to 1 such as 0.9999; got {decay} (None turns it off)")
   if params["bench_start"] < 0:
     raise ConfigError(f"bench_start: must be at least 0, got {params['bench_start']}")
 

@@ -98,4 +98,12 @@ def stop(votes: float) -> None:
                           by_peer=requested is None)
 
 
-__all__ = ["TrainingStopped", "handling_signals", "deferred", "vote", "stop", "SIGNALS"]
+def stopped_by(error: KeyboardInterrupt) -> str:
+  """How a stop is described: by which signal, and whether another worker received it."""
+  if isinstance(error, TrainingStopped):
+    return f"Stopped by {error.args[0]}" + (" (sent to another worker)" if error.by_peer else "")
+  return "Interrupted"
+
+
+__all__ = ["TrainingStopped", "handling_signals", "deferred", "vote", "stop", "stopped_by",
+           "SIGNALS"]

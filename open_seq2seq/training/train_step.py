@@ -22,6 +22,9 @@ A model may train with several optimizers (:meth:`Model.update_groups`, e.g. a G
 discriminator then generator): each group runs the above with its own loss, variables,
 optimizer, loss scaler and clipping (:mod:`open_seq2seq.training.update_group`), one after
 the other on the same batches, and the last group's counter is the global step.
+
+With ``moving_average_decay`` the step then updates the moving averages of the trained
+weights (:mod:`open_seq2seq.training.moving_average`), once, after the last group's update.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.models.model import Model
 from open_seq2seq.optimizers import freeze_filter, variable_path
 from open_seq2seq.training import step_summaries
+from open_seq2seq.training.checkpoints import named_variables
+from open_seq2seq.training.moving_average import CHECKPOINT_NAME, MovingAverage
 from open_seq2seq.training.reporting import log
 from open_seq2seq.training.run_params import run_settings
 from open_seq2seq.training import update_group
@@ -82,6 +87,9 @@ class TrainStep:
                                  params["num_epochs"], max_steps, steps_per_epoch,
                                  self.float16_compute) for spec in self.specs]
       self.units_seen = tf.Variable(0, dtype=tf.int64, trainable=False, name="tokens_seen")
+    #: the moving averages of the trained weights (None: moving_average_decay is not set)
+    self.moving_average = MovingAverage(params["moving_average_decay"]) \
+        if params["moving_average_decay"] is not None else None
 
   @property
   def main(self) -> GroupUpdate:
@@ -135,6 +143,8 @@ class TrainStep:
       objects["skipped_steps" + suffix] = group.skipped_steps
       if group.loss_scaler is not None:
         objects["loss_scaler" + suffix] = group.loss_scaler
+    if self.moving_average is not None:
+      objects[CHECKPOINT_NAME] = self.moving_average.checkpoint_object()
     return objects
 
   def build(self, batch: dict, is_chief: bool) -> None:
@@ -150,9 +160,13 @@ class TrainStep:
         variables = self._select_trainable(
             [v for layer in layers for v in layer.trainable_variables], is_chief, spec.name)
         group.build(variables, weight_penalties(layers, variables, self.params))
+      if self.moving_average is not None:
+        self.moving_average.build(named_variables(named), self.variables)
     self.model.training_step = self.main.optimizer.iterations
     self.backend.broadcast_variables(self.model.variables + [
         v for group in self.groups for v in group.optimizer.variables])
+    if is_chief and self.moving_average is not None:
+      log(f"Keeping {self.moving_average.describe()}")
     if is_chief and "larc_summaries" in self.summary_names and all(
         group.settings["larc_params"] is None for group in self.groups):
       log("warning: summaries has 'larc_summaries' but larc_params is not set: nothing to write")
@@ -253,6 +267,9 @@ class TrainStep:
         values.update(group_values)
         skipped = tf.cast(group_values["skipped"], tf.bool)
         values.update(units=units, stop_votes=votes)
+        if self.moving_average is not None:  # once per step, from the synchronised weights
+          with tf.control_dependencies([group_values["skipped"]]):
+            self.moving_average.update(group.optimizer.iterations, skipped)
       # throughput counts the steps that updated the model
       self.units_seen.assign_add(tf.where(skipped, tf.zeros_like(units), units))
       return values

@@ -24,6 +24,7 @@ from open_seq2seq.training.checkpoints import (CheckpointStore, load_pretrained,
                                                non_finite)
 from open_seq2seq.training.early_stopping import EarlyStopping
 from open_seq2seq.training.evaluator import Evaluator, to_numpy
+from open_seq2seq.training.moving_average import announce_resume
 from open_seq2seq.training.reporting import Reporter, StepStats, every, log
 from open_seq2seq.training.restoring import model_mismatches
 from open_seq2seq.training.run_params import run_settings
@@ -80,7 +81,8 @@ class Trainer:
     self.step = TrainStep(model, self.params, self.backend, self.max_steps,
                           self.steps_per_epoch, count_units=layer.count_units)
     self.evaluator = Evaluator(model, self.backend, eval_batches=self.params["eval_batches"],
-                               allow_model_changes=self.params["allow_model_changes"])
+                               allow_model_changes=self.params["allow_model_changes"],
+                               averages=self.step.moving_average)
     self.early_stopping = EarlyStopping(self.params["early_stopping"], model.best_metric) \
         if self.params.get("early_stopping") and model.mode == "train" else None
     #: The metrics of the eval after which early stopping ended the loop (None: it did not).
@@ -147,6 +149,7 @@ class Trainer:
           log(f"warning: skipped unreadable checkpoint {unreadable.path} "
               f"({unreadable.reason})")
         log(f"Restored {path} at step {self.global_step}")
+        announce_resume(self.step.moving_average, path)
       return
     if continue_learning and self.is_chief:
       log(f"--continue_learning: no checkpoint in {self.logdir}: training from scratch")
@@ -221,7 +224,7 @@ class Trainer:
       if not benchmark_steps:
         self.store.save(self.global_step)
         if self.is_chief:
-          log(f"{_stopped_by(e)}: saved a checkpoint at step {self.global_step}; resume "
+          log(f"{stopping.stopped_by(e)}: saved a checkpoint at step {self.global_step}; resume "
               f"with --continue_learning")
       raise
     if benchmark_steps:
@@ -389,10 +392,3 @@ class Trainer:
   def infer(self, infer_layer) -> tuple[list, dict[str, float]]:
     """The model's formatted inference outputs and metrics (see Evaluator.infer)."""
     return self.evaluator.infer(infer_layer)
-
-
-def _stopped_by(error: KeyboardInterrupt) -> str:
-  """How a stop is described: by which signal, and whether another worker received it."""
-  if isinstance(error, stopping.TrainingStopped):
-    return f"Stopped by {error.args[0]}" + (" (sent to another worker)" if error.by_peer else "")
-  return "Interrupted"
