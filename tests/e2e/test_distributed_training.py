@@ -161,8 +161,9 @@ def two_optimizers(setup):
 
 @pytest.mark.parametrize("backend", _params("towers", "multi_worker", "horovod"))
 def test_two_optimizers_train_as_one_process_does(two_optimizers, backend, tmp_path):
-  """Each group's gradients are summed over the replicas before its update, and the second
-  group's forward pass on every replica reads the first group's new weights."""
+  """Each group's gradients are summed over the replicas before its update, the second
+  group's forward pass on every replica reads the first group's new weights, and the moving
+  averages are updated once per step from the synchronised weights."""
   config, reference = two_optimizers
   launcher, extra, env = backend
   logdir = str(tmp_path / "run")
@@ -171,6 +172,7 @@ def test_two_optimizers_train_as_one_process_does(two_optimizers, backend, tmp_p
   assert "2 replica(s)" in result.stdout
   weights = h.weights(logdir)
   assert any("optimizer_critic" in name for name in weights)
+  assert any("moving_average/shadows" in name for name in weights)  # compared as well
   assert h.max_difference(weights, h.weights(reference)) < WEIGHT_TOLERANCE
 
 

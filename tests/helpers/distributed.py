@@ -154,14 +154,17 @@ infer_params = {{"data_layer": ParallelTextDataLayer, "eval_batch_size_per_gpu":
 
 def write_config(directory: str, data_dir: str, two_optimizers: bool = False) -> str:
   """The tiny config (with ``two_optimizers``: :class:`TwoOptimizerText2Text`, the critic's
-  settings :data:`TWO_OPTIMIZERS`) in ``directory``; returns its path."""
+  settings :data:`TWO_OPTIMIZERS`, and moving averages of the weights) in ``directory``;
+  returns its path."""
   text = CONFIG_TEMPLATE.format(data=data_dir)
   name = "tiny_config.py"
   if two_optimizers:
     name = "tiny_two_optimizers_config.py"
     text += ("from tests.helpers.distributed import TwoOptimizerText2Text\n"
              "base_model = TwoOptimizerText2Text\n"
-             f"base_params['optimizers'] = {TWO_OPTIMIZERS!r}\n")
+             f"base_params['optimizers'] = {TWO_OPTIMIZERS!r}\n"
+             # and moving averages, updated once per step after the last group's update
+             "base_params['moving_average_decay'] = 0.9\n")
   path = os.path.join(directory, name)
   with open(path, "w", encoding="utf-8") as f:
     f.write(text)
