@@ -7,9 +7,11 @@ from open_seq2seq.data.lm import IMDBDataLayer, SSTDataLayer, WKTDataLayer
 from open_seq2seq.data.speech2text.speech2text import Speech2TextDataLayer
 from open_seq2seq.data.speech2text.speech_commands import SpeechCommandsDataLayer
 from open_seq2seq.data.text2speech.text2speech import Text2SpeechDataLayer
+from open_seq2seq.data.text2speech.vocoder import VocoderDataLayer
 from open_seq2seq.data.text2speech.wavenet import WavenetDataLayer
 from open_seq2seq.data.text2text.text2text import ParallelTextDataLayer
 
 __all__ = ["DataLayer", "ParallelTextDataLayer", "Speech2TextDataLayer", "ImagenetDataLayer",
            "CifarDataLayer", "WKTDataLayer", "IMDBDataLayer", "SSTDataLayer",
-           "Text2SpeechDataLayer", "WavenetDataLayer", "SpeechCommandsDataLayer"]
+           "Text2SpeechDataLayer", "WavenetDataLayer", "SpeechCommandsDataLayer",
+           "VocoderDataLayer"]

@@ -147,3 +147,17 @@ class WavenetDescription(DataDescription):
   quantization_channels: int
   hop_length: int
   sample_rate: int
+
+
+@dataclasses.dataclass(frozen=True)
+class VocoderDescription(DataDescription):
+  """Mel frames in, waveform samples out (a GAN vocoder such as HiFi-GAN).
+
+  Attributes:
+    features: the :class:`~open_seq2seq.data.text2speech.features.SpectrogramFeatures` of
+      the input frames (those of a Tacotron data layer with the same audio keys): mel
+      count, hop length (samples per frame: frame i becomes samples
+      ``i * hop .. (i + 1) * hop - 1``) and sample rate.
+  """
+
+  features: Any

@@ -49,8 +49,8 @@ import pytest
 
 from open_seq2seq.config import load_config, load_config_module
 from open_seq2seq.distributed.horovod_backend import ignored_devices_notice
-from tests.helpers import (config_sizes, image, lm, speech, speech_commands, toy, tts, warm_cli,
-                           wavenet)
+from tests.helpers import (config_sizes, hifigan, image, lm, speech, speech_commands, toy, tts,
+                           warm_cli, wavenet)
 
 pytestmark = pytest.mark.slow
 
@@ -67,6 +67,7 @@ DATA: dict[str, Callable[[str], tuple[list[str], int]]] = {
     "LSTMLM": lm.example_config_overrides,
     "Text2Speech": tts.example_config_overrides,
     "Text2SpeechWavenet": wavenet.example_config_overrides,
+    "HiFiGAN": hifigan.example_config_overrides,
     # a data layer whose data differs from its family's: looked up before the model
     "SpeechCommandsDataLayer": speech_commands.example_config_overrides,
 }

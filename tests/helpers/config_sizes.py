@@ -27,6 +27,7 @@ STEPPED = {
     "convs2s-small-bible.py": 23, "centaur_float.py": 23, "quartznet15x5_LibriSpeech.py": 19,
     "las_large_8gpus.py": 18, "en-de-nmt-small.py": 18, "lstm-wkt103-mixed.py": 16,
     "conformer_ctc_medium_8gpus_mp.py": 30, "conformer_transducer_medium_8gpus_mp.py": 31,
+    "hifigan_v1.py": 85,
 }
 #: Configs over this many millions of parameters take 5-9 GB of memory for their step
 #: (jasper10x5: 9 GB): they run one after another on one worker, never two at once.

@@ -1,0 +1,211 @@
+"""HiFiGAN: a GAN vocoder (mel frames in, waveform out) trained by two optimizers.
+
+Components: :class:`~open_seq2seq.data.text2speech.vocoder.VocoderDataLayer`,
+:class:`~open_seq2seq.encoders.hifigan_encoder.HiFiGANEncoder` (the generator),
+``FakeDecoder`` and :class:`~open_seq2seq.losses.hifigan_loss.HiFiGANLoss` (the
+discriminators and both objectives).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import numpy as np
+import tensorflow as tf
+
+from open_seq2seq.data.description import DataDescription, VocoderDescription
+from open_seq2seq.errors import ConfigError
+from open_seq2seq.losses.hifigan_loss import mel_options_of, utterance_distances
+from open_seq2seq.models.model import Model, UpdateGroup
+from open_seq2seq.outputs import (INFER_AUDIO, INTERACTIVE_AUDIO, AudioSample, CsvRows,
+                                  InferenceOutput, WavFile)
+
+
+class HiFiGAN(Model):
+  """HiFi-GAN vocoder family (Kong et al., 2020).
+
+  Each training step updates two groups (``Model.update_groups``), each with its own
+  optimizer settings under the run's ``optimizers/<group>``:
+
+  1. ``discriminator``: the loss layer's multi-period and multi-scale discriminators on
+     the LSGAN loss of real segments against the generator's output;
+  2. ``generator``: the generator (the encoder) on ``adversarial + 2 x feature matching +
+     45 x mel L1`` (the loss's weights), judged by the discriminators as just updated. Its
+     update counter is the global step; its loss is the run's ``loss``.
+
+  Eval synthesizes whole utterances from their mel frames and reports ``mel_l1`` (mean
+  absolute log-mel difference over every frame and channel, the loss's spectrogram; the best
+  checkpoint is the lowest) and ``mcd`` (mel-cepstral distortion in dB over c1 .. c13 of the
+  same spectrogram; :func:`~open_seq2seq.losses.hifigan_loss.utterance_distances`). Infer
+  writes ``<logdir>/infer_audio/<name>.wav`` per input and a CSV (name, wav path, seconds)
+  to ``--infer_output_file``; ``interactive_infer`` takes a ``.wav`` (copy synthesis) or a
+  ``.npy`` mel array per line and writes ``<logdir>/interactive_audio/<name>.wav``.
+  ``--mode=export`` saves mel -> waveform (:mod:`open_seq2seq.serving.vocoder`).
+  """
+
+  PARAMS = {}
+
+  # ------------------------------------------------------------------ wiring
+  def component_kwargs(self, slot: str, description: DataDescription) -> dict[str, Any]:
+    if not isinstance(description, VocoderDescription):
+      raise ConfigError(f"data_layer: HiFiGAN needs a data layer of mel frames and their "
+                        f"audio (VocoderDataLayer), got {type(description).__name__}")
+    f = description.features
+    if slot == "encoder":
+      return {"num_mels": f.num_mel, "hop_length": f.hop_length}
+    if slot == "loss":
+      mode = "infer" if self.mode == "interactive_infer" else self.mode
+      return {"features": f, "mode": mode, "dtype": self.params["dtype"]}
+    return {}
+
+  def connect_components(self) -> None:
+    if self.loss is not None and not callable(getattr(self.loss, "discriminator_loss", None)):
+      raise ConfigError(f"loss: HiFiGAN trains discriminators: it needs HiFiGANLoss, got "
+                        f"{type(self.loss).__name__}")
+
+  @property
+  def features(self):
+    return self.description.features
+
+  @property
+  def mel_options(self) -> dict[str, Any]:
+    """The spectrogram of the mel loss and of the eval metrics."""
+    if self.loss is not None:
+      return self.loss.mel_options
+    return mel_options_of(self.features)
+
+  # ------------------------------------------------------------------ computation
+  def create_variables(self, batch: dict) -> None:
+    """Training builds the discriminators too; eval and infer only the generator (their
+    checkpoints' discriminator weights are not read)."""
+    if self._variables_created:
+      return
+    if self.mode == "train" and "target_tensors" in batch and self.loss is not None:
+      self.compute_loss(batch, training=False)
+    else:
+      self.forward(batch, training=False)
+    self._variables_created = True
+
+  def compute_loss(self, batch: dict, training: bool) -> tuple[tf.Tensor, tf.Tensor, dict]:
+    """The generator's objective: ``(B * loss, B, generator output)``."""
+    output = self.forward(batch, training)
+    loss_sum, weight = self.loss.compute_loss(
+        {"decoder_output": output, "target_tensors": batch["target_tensors"]}, training=training)
+    return tf.cast(loss_sum, tf.float32), tf.cast(weight, tf.float32), output
+
+  def discriminator_loss(self, batch: dict, training: bool) -> tuple[tf.Tensor, tf.Tensor,
+                                                                     dict]:
+    """The discriminators' LSGAN loss on the batch's audio and the generator's output."""
+    output = self.forward(batch, training)
+    audio, lengths = batch["target_tensors"][:2]
+    loss_sum, weight = self.loss.discriminator_loss(output["audio"], audio,
+                                                    tf.cast(lengths, tf.int32), training)
+    return loss_sum, weight, output
+
+  def update_groups(self) -> list[UpdateGroup]:
+    if self.loss is None:
+      raise ConfigError("loss: HiFiGAN needs HiFiGANLoss to train")
+    return [UpdateGroup("discriminator", ("loss",), self.discriminator_loss),
+            UpdateGroup("generator", None, self.compute_loss)]
+
+  def eval_outputs(self, batch: dict) -> dict:
+    """Infer: the audio. Eval: per utterance the distances of its audio to the recording
+    (not the audio: nothing else of it is needed)."""
+    output = self.predict(batch)
+    if "target_tensors" not in batch:
+      return {"predictions": {k: output[k] for k in ("audio", "audio_lengths")}}
+    audio, lengths = batch["target_tensors"][:2]
+    return {"predictions": utterance_distances(audio, output["audio"],
+                                               tf.cast(lengths, tf.int32), self.mel_options)}
+
+  # ------------------------------------------------------------------ numpy hooks
+  def _name(self, index: int) -> str:
+    names = self.data_layer.names
+    return os.path.basename(names[index]) if 0 <= index < len(names) else str(index)
+
+  def _sample_distances(self, batch: dict, outputs: dict, b: int) -> tuple[float, float]:
+    audio, lengths = batch["target_tensors"][:2]
+    length = int(lengths[b])
+    d = utterance_distances(tf.constant(audio[b:b + 1, :length], tf.float32),
+                            tf.constant(outputs["audio"][b:b + 1, :length], tf.float32),
+                            tf.constant([length]), self.mel_options)
+    frames = float(d["frames"][0])
+    return (float(d["mel_l1_sum"][0]) / (frames * self.features.num_mel),
+            float(d["mcd_sum"][0]) / frames)
+
+  def format_samples(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                     max_samples: int = 1) -> list[str]:
+    lines = []
+    for b in range(min(max_samples, len(batch["id"]))):
+      seconds = int(outputs["audio_lengths"][b]) / self.features.sample_rate
+      line = f"Sample {self._name(int(batch['id'][b]))}: {seconds:.2f} s synthesized"
+      if "target_tensors" in batch:
+        l1, mcd = self._sample_distances(batch, outputs, b)
+        line += f", mel L1 {l1:.3f}, MCD {mcd:.2f} dB"
+      lines.append(line)
+    return lines
+
+  def sample_summaries(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
+                       ) -> list:
+    rate, length = self.features.sample_rate, int(outputs["audio_lengths"][0])
+    items = [AudioSample("generated_audio", outputs["audio"][0][:length], rate)]
+    if "target_tensors" in batch:
+      items.append(AudioSample("target_audio", batch["target_tensors"][0][0][:length], rate))
+    return items
+
+  def evaluate(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
+    """Per utterance: (id, (summed |log mel difference|, frames, summed MCD))."""
+    return [(int(index), (float(outputs["mel_l1_sum"][b]), int(outputs["frames"][b]),
+                          float(outputs["mcd_sum"][b])))
+            for b, index in enumerate(batch["id"])]
+
+  def finalize_evaluation(self, results: list) -> dict[str, float]:
+    frames = sum(r[1] for _, r in results)
+    if frames <= 0:
+      return {}
+    return {"mel_l1": sum(r[0] for _, r in results) / (frames * self.features.num_mel),
+            "mcd": sum(r[2] for _, r in results) / frames}
+
+  best_metric = ("mel_l1", False)
+
+  def infer(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
+    """Per input: (id, float32 audio)."""
+    return [(int(index), np.asarray(outputs["audio"][b][:int(outputs["audio_lengths"][b])],
+                                    np.float32))
+            for b, index in enumerate(batch["id"])]
+
+  def _audio_outputs(self, results: list, directory: str) -> tuple[list, list]:
+    rate = self.features.sample_rate
+    files, rows = [], []
+    for index, audio in sorted(results, key=lambda r: r[0]):
+      name = self._name(index)
+      path = f"{directory}/{name}.wav"
+      files.append(WavFile(audio, rate, path))
+      rows.append((index, (name, path, f"{len(audio) / rate:.3f}")))
+    return files, rows
+
+  def scoring_results(self, results: list) -> list:
+    return []  # nothing to score: no audio goes to the chief for it
+
+  def finalize_inference(self, results: list) -> list[InferenceOutput]:
+    files, rows = self._audio_outputs(results, INFER_AUDIO)
+    return files + [CsvRows(rows, columns=("name", "wav_path", "seconds"),
+                            path_columns=("wav_path",))]
+
+  def interactive_outputs(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
+                          ) -> list[InferenceOutput]:
+    return self._audio_outputs(self.infer(batch, outputs), INTERACTIVE_AUDIO)[0]
+
+  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                        resolve: Callable[[str], str] = str) -> list[str]:
+    rate = self.features.sample_rate
+    return [f"{resolve(f'{INTERACTIVE_AUDIO}/{self._name(int(index))}.wav')} "
+            f"({int(outputs['audio_lengths'][b]) / rate:.2f} s)"
+            for b, index in enumerate(batch["id"])]
+
+  def serving_adapter(self):
+    """Exported vocoders take mel frames and return waveforms."""
+    from open_seq2seq.serving.vocoder import MelToWaveformServing  # pylint: disable=import-outside-toplevel
+    f = self.features
+    return MelToWaveformServing(f.num_mel, f.hop_length, f.sample_rate)
