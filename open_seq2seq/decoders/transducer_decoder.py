@@ -26,6 +26,16 @@ model asks for them in infer modes with ``word_timestamps``), it also returns th
 label was emitted on (the beam's: of the result's most likely alignment) as
 ``"token_start_frames"`` and, one frame later, ``"token_end_frames"`` (padded with -1).
 
+**With an n-gram LM** (``use_language_model``, ``lm_path``, ``alpha``, ``beta``,
+``unk_score_offset``: the CTC decoder's keys, LM files and meaning): the graph decodes
+greedily (what an export serves: the LM is not exported) and also returns ``"frames"``, the
+encoder frames through the joint's encoder projection [B, T, joint_hidden]; Speech2Text's
+eval and infer hooks hand them to :meth:`TransducerDecoder.decode_with_lm`, a time
+synchronous beam search of ``beam_width`` hypotheses fused with the LM on the host, the
+prediction and joint networks batched in TensorFlow
+(:mod:`open_seq2seq.parts.transducer.lm_fusion`). ``use_beam_search`` (the in-graph beam)
+and ``word_timestamps`` (the in-graph search's frames) are refused with it.
+
 **Memory.** The joint's output is the cost of a transducer: the hidden sum and the logits are
 ``B x T x (U+1) x joint_hidden`` and ``B x T x (U+1) x V`` values (the loss then needs about
 twice the logits again, its gradient included; see
@@ -39,12 +49,16 @@ dominate: keep batches small or subsample the encoder more (x8).
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import Any, Mapping
 
+import numpy as np
 import tensorflow as tf
 
+from open_seq2seq.decoders.ctc_beam_search import load_kenlm, read_arpa_vocabulary
 from open_seq2seq.decoders.decoder import MemoryDepthDecoder
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.parts.transducer.lm_fusion import FusedSearch, HostNetworks
 from open_seq2seq.parts.transducer.networks import ACTIVATIONS, JointNetwork, PredictionNetwork
 from open_seq2seq.parts.transducer.search import (alignment_length_synchronous_search,
                                                   greedy_search)
@@ -87,15 +101,24 @@ class TransducerDecoder(MemoryDepthDecoder):
                                     "beam (NeMo's max_symbols)."),
       "use_beam_search": Param(bool, False, "Decode by alignment-length synchronous beam "
                                "search instead of greedy search."),
-      "beam_width": Param(int, 4, "Hypotheses kept by beam search."),
+      "beam_width": Param(int, 4, "Hypotheses kept by beam search (in graph, or with the "
+                          "LM on the host)."),
+      "use_language_model": Param(bool, False, "Eval/infer: time synchronous beam search "
+                                  "fused with the n-gram LM lm_path, on the host."),
+      "lm_path": Param((str, None), None, "ARPA or KenLM binary word language model."),
+      "alpha": Param(float, 0.5, "LM weight (on the natural-log LM probability)."),
+      "beta": Param(float, 1.0, "LM decoding: bonus per word."),
+      "unk_score_offset": Param(float, -10.0, "LM decoding: score (natural log) of a word, or "
+                                "partial word, outside the LM's vocabulary."),
   }
 
   def __init__(self, params: dict[str, Any], *, vocab_size: int | None = None,
                end_symbol: int | None = None, mode: str = "train", name: str = "decoder",
-               dtype: Any = "float32", initializer: Any = None, token_frames: bool = False):
+               dtype: Any = "float32", initializer: Any = None, token_frames: bool = False,
+               idx2char: Mapping[int, str] | None = None):
     super().__init__(params, mode=mode, name=name, dtype=dtype, initializer=initializer)
     p = self.params
-    self.token_frames = token_frames
+    self.token_frames, self.idx2char = token_frames, idx2char
     where = self.PARAMS_KEY
     if end_symbol is not None:
       raise ConfigError(f"{where}: a transducer reads targets without <S>/</S>; set "
@@ -115,6 +138,9 @@ class TransducerDecoder(MemoryDepthDecoder):
       raise ConfigError(f"{where}/tgt_vocab_size: needs a label and the blank, got "
                         f"{self.vocab_size}")
     self.blank = self.vocab_size - 1
+    if p["use_language_model"]:
+      self._check_lm_settings()
+    self._fused: FusedSearch | None = None  # made on first use (decode_with_lm)
     init = self.kernel_initializer()
     self.prediction = PredictionNetwork(
         self.vocab_size, self.blank, p["pred_embedding_size"] or p["pred_hidden"],
@@ -125,6 +151,27 @@ class TransducerDecoder(MemoryDepthDecoder):
       joint_policy = _JOINT_POLICIES[p["joint_dtype"]]
     self.joint = JointNetwork(p["joint_hidden"], self.vocab_size, p["joint_activation"],
                               p["joint_dropout"], init, dtype=joint_policy, name="joint")
+
+  def _check_lm_settings(self) -> None:
+    p, where = self.params, self.PARAMS_KEY
+    if not p["lm_path"]:
+      raise ConfigError(f"{where}/lm_path: use_language_model needs an ARPA/KenLM file; "
+                        f"build one with scripts/build_lm.py")
+    if not os.path.isfile(p["lm_path"]):
+      raise ConfigError(f"{where}/lm_path: {p['lm_path']} does not exist; build one with "
+                        f"scripts/build_lm.py")
+    if p["use_beam_search"]:
+      raise ConfigError(f"{where}/use_beam_search: use_language_model decodes by beam search "
+                        f"on the host (beam_width); set use_beam_search: False")
+    if self.token_frames:
+      raise ConfigError(f"{where}/use_language_model: a transducer's word timestamps come from "
+                        f"its in-graph search; set use_language_model: False or "
+                        f"word_timestamps: False")
+    if self.idx2char is None or len(self.idx2char) != self.vocab_size - 1:
+      got = "none" if self.idx2char is None else f"{len(self.idx2char)} symbols"
+      raise ConfigError(f"{where}/use_language_model: needs the alphabet of the "
+                        f"{self.vocab_size - 1} labels (idx2char, passed by Speech2Text), got "
+                        f"{got}")
 
   def build(self, input_shape: Any = None) -> None:
     self.built = True
@@ -149,8 +196,11 @@ class TransducerDecoder(MemoryDepthDecoder):
               "src_lengths": lengths, "token_start_frames": emitted_on,
               "token_end_frames": tf.where(emitted_on >= 0, emitted_on + 1, -1)}
     ids, id_lengths, scores = self.decode(frames, lengths)
-    return {"outputs": ids, "final_sequence_lengths": id_lengths, "scores": scores,
-            "src_lengths": lengths}
+    out = {"outputs": ids, "final_sequence_lengths": id_lengths, "scores": scores,
+           "src_lengths": lengths}
+    if self.params["use_language_model"]:
+      out["frames"] = frames  # decode_with_lm's input, on the host
+    return out
 
   def lattice_logits(self, frames: tf.Tensor, targets: tf.Tensor,
                      training: bool | None = None) -> tf.Tensor:
@@ -172,6 +222,32 @@ class TransducerDecoder(MemoryDepthDecoder):
     return greedy_search(frames, lengths, self.prediction.initial_state(tf.shape(frames)[0]),
                          self._predict, self._joint_step, self.blank,
                          p["max_symbols_per_step"], return_frames=return_frames)
+
+  def decode_with_lm(self, frames: np.ndarray, lengths: np.ndarray) -> list[str]:
+    """Transcripts of a batch of projected frames [B, T, H] (numpy: the ``"frames"`` output)
+    by beam search fused with the LM (module doc)."""
+    results = self.lm_search(frames, lengths)
+    return [self._fused.transcript(labels) for labels, _, _ in results]
+
+  def lm_search(self, frames: np.ndarray, lengths: np.ndarray
+                ) -> list[tuple[tuple[int, ...], float, float]]:
+    """:func:`~open_seq2seq.parts.transducer.lm_fusion.fused_beam_search` of a batch: per
+    utterance (labels, ln P_rnnt, fused score). The LM is loaded on first use, in the process
+    that decodes; alpha, beta and unk_score_offset are read from the params at every call."""
+    p = self.params
+    if not p["use_language_model"]:
+      raise ConfigError(f"{self.PARAMS_KEY}/use_language_model: LM decoding needs it True and "
+                        f"an lm_path")
+    if self._fused is None:
+      lm = load_kenlm(p["lm_path"])
+      with open(p["lm_path"], "rb") as f:
+        arpa = b"\\data\\" in f.read(4096)
+      networks = HostNetworks(self._predict, self._joint_step, self.prediction.initial_state,
+                              self.blank)
+      self._fused = FusedSearch(networks, lm, read_arpa_vocabulary(p["lm_path"]) if arpa
+                                else None, [self.idx2char[i] for i in range(self.blank)])
+    return self._fused(frames, lengths, p["alpha"], p["beta"], p["unk_score_offset"],
+                       p["beam_width"], p["max_symbols_per_step"])
 
   def _predict(self, ids: tf.Tensor, state: Any) -> tuple[tf.Tensor, Any]:
     output, state = self.prediction.step(ids, state)

@@ -188,12 +188,14 @@ class Speech2Text(Model):
                      ) -> list[str]:
     """Transcripts of a batch of decoder outputs (of its first ``limit`` rows if given).
 
-    With the decoder's ``use_language_model``, the logits are decoded here — in the
-    evaluator's per-replica hook, so on every process for its own shard — by the decoder's
-    beam search fused with the n-gram LM, in parallel over the batch's utterances.
+    With the decoder's ``use_language_model``, the logits (a transducer's: its projected
+    encoder frames) are decoded here — in the evaluator's per-replica hook, so on every
+    process for its own shard — by the decoder's beam search fused with the n-gram LM (CTC: in
+    parallel over the batch's utterances).
     """
     if self.decoder.params.get("use_language_model"):
-      return self.decoder.decode_with_lm(outputs["logits"][:limit], outputs["src_lengths"][:limit])
+      key = "frames" if isinstance(self.decoder, TransducerDecoder) else "logits"
+      return self.decoder.decode_with_lm(outputs[key][:limit], outputs["src_lengths"][:limit])
     ids = [row[:n] for row, n in zip(outputs["outputs"][:limit],
                                      outputs["final_sequence_lengths"][:limit])]
     return [self._targets.decode(row) for row in ids]

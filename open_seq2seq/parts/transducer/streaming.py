@@ -97,6 +97,9 @@ class TransducerStreamDecoder:
     if decoder.params["use_beam_search"]:
       raise ConfigError("decoder_params/use_beam_search: streaming decodes a transducer "
                         "greedily; set use_beam_search: False")
+    if decoder.params["use_language_model"]:
+      raise ConfigError("decoder_params/use_language_model: streaming decodes a transducer "
+                        "greedily; set use_language_model: False")
     decoder._ensure_built(encoder_depth)  # pylint: disable=protected-access
     self.decoder = decoder
     self.layers = len(decoder.prediction.lstms)
