@@ -56,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     raise SystemExit(f"error: {args.audio_file} is at {file_rate} Hz; the model takes {rate} "
                      f"Hz (resample it, e.g. sox in.wav -r {rate} out.wav)")
   audio = audio.mean(axis=1)
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  # run_export.py's quiet start (TensorFlow alone, its start-up lines filtered), the
+  # signature's ops libraries with it
+  from run_export import import_tensorflow_quietly  # pylint: disable=import-outside-toplevel
+  tf = import_tensorflow_quietly(signatures["stream_step"])
   loaded = tf.saved_model.load(args.export_dir)
   step = loaded.signatures["stream_step"]
   state = loaded.signatures["stream_initial_state"](batch_size=tf.constant(1))
