@@ -39,8 +39,9 @@ setup(
         "plots": ["matplotlib"],  # scripts/plot_run.py: training curves as a PNG
         "psf": ["python_speech_features"],  # speech data_layer_params/backend: "psf" (MIT)
         # kenlm builds from source (~2 min)
+        # ctranslate2: --export_format=ctranslate2 (tests/*/test_ctranslate2_export.py)
         "test": ["pytest", "pytest-xdist", "librosa==0.11.*", "jiwer", "kenlm", "rdata>=1.1",
-                 "matplotlib", "python_speech_features"],
+                 "matplotlib", "python_speech_features", "ctranslate2"],
     },
     entry_points={"console_scripts": ["open-seq2seq=open_seq2seq.process_defaults:main"]},
 )

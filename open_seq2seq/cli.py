@@ -91,6 +91,8 @@ def run(argv: list[str]) -> int:
   if args.mode == "export":  # a taken or unwritable --export_dir: before anything else
     from open_seq2seq.serving.export import check_export_dir
     args.export_dir = check_export_dir(args.export_dir)
+    if args.export_quantization and args.export_format != "ctranslate2":
+      raise ConfigError("--export_quantization: only for --export_format=ctranslate2")
     _check_output_path(args.export_dir, "--export_dir", directory=True)
   from open_seq2seq.training.run_params import run_settings
   backend = make_backend(run_settings(main_cfg), cpu_towers=args.cpu_towers)
@@ -242,11 +244,21 @@ def _infer(args: argparse.Namespace, evaluator: Evaluator, model: Model,
 
 def _export(args: argparse.Namespace, evaluator: Evaluator, model: Model, checkpoint: str,
             config: dict) -> None:
-  """Writes the restored model as a SavedModel with the family's serving signature."""
+  """Writes the restored model as a SavedModel with the family's serving signature (or, with
+  --export_format=ctranslate2, as a CTranslate2 model)."""
   import tensorflow as tf
   from open_seq2seq.serving import export
   from open_seq2seq.training import reporting
   from open_seq2seq.utils import precision
+  if args.export_format == "ctranslate2":
+    from open_seq2seq.serving import ctranslate2_export
+    written = ctranslate2_export.export(
+        model, evaluator, checkpoint, args.export_dir, args.export_quantization,
+        {"config_file": os.path.abspath(args.config_file),
+         "checkpoint": os.path.abspath(checkpoint)})
+    reporting.log(f"exported {checkpoint} to {args.export_dir}: CTranslate2 model "
+                  f"({written['quantization']})")
+    return
   adapter = model.serving_adapter()
   evaluator.ensure_variables(adapter.to_batch(adapter.example_inputs()))
   evaluator.restore(checkpoint)

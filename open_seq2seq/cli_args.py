@@ -24,6 +24,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Where --mode=infer writes its predictions.")
   parser.add_argument("--export_dir",
                       help="Where --mode=export writes the SavedModel (a new directory).")
+  parser.add_argument("--export_format", default="saved_model",
+                      choices=["saved_model", "ctranslate2"],
+                      help="--mode=export: a TensorFlow SavedModel, or a CTranslate2 model "
+                           "(Text2Text Transformers; docs/translation.md).")
+  parser.add_argument("--export_quantization", choices=["float32", "int8", "float16"],
+                      help="--export_format=ctranslate2: the stored weights' type "
+                           "(default float32).")
   parser.add_argument("--benchmark", action="store_true",
                       help="Time --bench_steps training steps and print a table; saves nothing.")
   parser.add_argument("--bench_steps", type=int, default=30, help="Steps timed by --benchmark.")
