@@ -79,6 +79,7 @@ CASES: dict[str, Case] = {
     "speech2text/quartznet_synthetic.py": Case(("data/synthetic_speech",)),
     "speech2text/w2l_toy_synthetic.py": Case(("data/synthetic_speech",)),
     "text2speech/centaur-synthetic-small.py": Case(("data/synth_tts",)),
+    "text2speech/hifigan-synthetic-small.py": Case(("data/synth_tts",)),
     # Train only: its eval free-runs the untrained Tacotron to its length limit (8 frames per
     # symbol) on the 20 validation prompts, 25-30 s of CPU against 6-8 s for the rest of the
     # run. The eval of these components on recipe data runs for tacotron-synthetic-small, and
@@ -120,6 +121,7 @@ NO_OFFLINE_RECIPE = {
     "speech2text/las_large_8gpus.py": _DOWNLOAD + "LibriSpeech",
     "speech2text/quartznet15x5_LibriSpeech.py": _DOWNLOAD + "LibriSpeech",
     "speech2text/w2lplus_large_8gpus_mp.py": _DOWNLOAD + "LibriSpeech",
+    "text2speech/hifigan_v1.py": _DOWNLOAD + "LJSpeech",
     "text2speech/wavenet_float.py": _DOWNLOAD + "LJSpeech",
     "text2speech/wavenet_mixed.py": _DOWNLOAD + "LJSpeech",
 }
