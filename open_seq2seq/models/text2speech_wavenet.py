@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -12,8 +11,8 @@ from open_seq2seq.data.description import DataDescription, WavenetDescription
 from open_seq2seq.data.text2speech.wavenet import mu_law_decode
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
-from open_seq2seq.outputs import (INFER_AUDIO, INTERACTIVE_AUDIO, AudioSample, CsvRows,
-                                  InferenceOutput, WavFile)
+from open_seq2seq.models.waveform_outputs import WaveformOutputs
+from open_seq2seq.outputs import AudioSample
 
 
 def entropy(counts: np.ndarray) -> float:
@@ -25,7 +24,7 @@ def entropy(counts: np.ndarray) -> float:
   return float(-np.sum(p * np.log(p)))
 
 
-class Text2SpeechWavenet(Model):
+class Text2SpeechWavenet(WaveformOutputs, Model):
   """WaveNet vocoder family (OpenSeq2Seq's ``Text2SpeechWavenet``).
 
   The encoder (:class:`~open_seq2seq.encoders.WavenetEncoder`) does the work; the decoder is a
@@ -156,35 +155,6 @@ class Text2SpeechWavenet(Model):
                                        self.quantization_channels))
             for b, index in enumerate(batch["id"])]
 
-  def _name(self, index: int) -> str:
-    names = self.data_layer.names
-    return os.path.basename(names[index]) if 0 <= index < len(names) else str(index)
-
-  def _audio_outputs(self, results: list, directory: str) -> tuple[list, list]:
-    rate = self.description.sample_rate
-    files, rows = [], []
-    for index, audio in sorted(results, key=lambda r: r[0]):
-      name = self._name(index)
-      path = f"{directory}/{name}.wav"
-      files.append(WavFile(audio, rate, path))
-      rows.append((index, (name, path, f"{len(audio) / rate:.3f}")))
-    return files, rows
-
-  def scoring_results(self, results: list) -> list:
-    return []  # nothing to score: no audio goes to the chief for it
-
-  def finalize_inference(self, results: list) -> list[InferenceOutput]:
-    files, rows = self._audio_outputs(results, INFER_AUDIO)
-    return files + [CsvRows(rows, columns=("name", "wav_path", "seconds"),
-                            path_columns=("wav_path",))]
-
-  def interactive_outputs(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
-                          ) -> list[InferenceOutput]:
-    return self._audio_outputs(self.infer(batch, outputs), INTERACTIVE_AUDIO)[0]
-
-  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
-                        resolve: Callable[[str], str] = str) -> list[str]:
-    rate = self.description.sample_rate
-    return [f"{resolve(f'{INTERACTIVE_AUDIO}/{self._name(int(index))}.wav')} "
-            f"({int(outputs['audio_lengths'][b]) / rate:.2f} s)"
-            for b, index in enumerate(batch["id"])]
+  @property
+  def output_sample_rate(self) -> int:
+    return self.description.sample_rate

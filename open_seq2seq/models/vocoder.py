@@ -8,8 +8,7 @@ discriminators and both objectives).
 
 from __future__ import annotations
 
-import os
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -18,11 +17,11 @@ from open_seq2seq.data.description import DataDescription, VocoderDescription
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.losses.hifigan_loss import mel_options_of, utterance_distances
 from open_seq2seq.models.model import Model, UpdateGroup
-from open_seq2seq.outputs import (INFER_AUDIO, INTERACTIVE_AUDIO, AudioSample, CsvRows,
-                                  InferenceOutput, WavFile)
+from open_seq2seq.models.waveform_outputs import WaveformOutputs
+from open_seq2seq.outputs import AudioSample
 
 
-class HiFiGAN(Model):
+class HiFiGAN(WaveformOutputs, Model):
   """HiFi-GAN vocoder family (Kong et al., 2020).
 
   Each training step updates two groups (``Model.update_groups``), each with its own
@@ -120,9 +119,9 @@ class HiFiGAN(Model):
                                                tf.cast(lengths, tf.int32), self.mel_options)}
 
   # ------------------------------------------------------------------ numpy hooks
-  def _name(self, index: int) -> str:
-    names = self.data_layer.names
-    return os.path.basename(names[index]) if 0 <= index < len(names) else str(index)
+  @property
+  def output_sample_rate(self) -> int:
+    return self.features.sample_rate
 
   def _sample_distances(self, batch: dict, outputs: dict, b: int) -> tuple[float, float]:
     audio, lengths = batch["target_tensors"][:2]
@@ -173,35 +172,6 @@ class HiFiGAN(Model):
     """Per input: (id, float32 audio)."""
     return [(int(index), np.asarray(outputs["audio"][b][:int(outputs["audio_lengths"][b])],
                                     np.float32))
-            for b, index in enumerate(batch["id"])]
-
-  def _audio_outputs(self, results: list, directory: str) -> tuple[list, list]:
-    rate = self.features.sample_rate
-    files, rows = [], []
-    for index, audio in sorted(results, key=lambda r: r[0]):
-      name = self._name(index)
-      path = f"{directory}/{name}.wav"
-      files.append(WavFile(audio, rate, path))
-      rows.append((index, (name, path, f"{len(audio) / rate:.3f}")))
-    return files, rows
-
-  def scoring_results(self, results: list) -> list:
-    return []  # nothing to score: no audio goes to the chief for it
-
-  def finalize_inference(self, results: list) -> list[InferenceOutput]:
-    files, rows = self._audio_outputs(results, INFER_AUDIO)
-    return files + [CsvRows(rows, columns=("name", "wav_path", "seconds"),
-                            path_columns=("wav_path",))]
-
-  def interactive_outputs(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
-                          ) -> list[InferenceOutput]:
-    return self._audio_outputs(self.infer(batch, outputs), INTERACTIVE_AUDIO)[0]
-
-  def interactive_lines(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
-                        resolve: Callable[[str], str] = str) -> list[str]:
-    rate = self.features.sample_rate
-    return [f"{resolve(f'{INTERACTIVE_AUDIO}/{self._name(int(index))}.wav')} "
-            f"({int(outputs['audio_lengths'][b]) / rate:.2f} s)"
             for b, index in enumerate(batch["id"])]
 
   def serving_adapter(self):

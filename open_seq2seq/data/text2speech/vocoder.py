@@ -27,9 +27,10 @@ import tensorflow as tf
 from open_seq2seq.data import transforms
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.data.description import VocoderDescription
-from open_seq2seq.data.speech2text.audio import check_audio_header, read_audio
+from open_seq2seq.data.speech2text.audio import read_audio
 from open_seq2seq.data.text2speech.features import SpectrogramFeatures
 from open_seq2seq.data.text2speech.text2speech import AUDIO_PARAMS, DATASETS
+from open_seq2seq.data.text2speech.wav_corpus import read_wav_csvs
 from open_seq2seq.errors import ConfigError, DataError
 from open_seq2seq.utils.params import Param
 
@@ -122,37 +123,12 @@ class VocoderDataLayer(DataLayer):
     return None if self.random_seed is None else self.random_seed * 1000 + self.worker_id
 
   # ------------------------------------------------------------------ reading CSVs
-  def _wav_path(self, base: str, name: str) -> str:
-    file = name if name.endswith(".wav") else name + ".wav"
-    path = os.path.join(base, "wavs", file)
-    flat = os.path.join(base, file)
-    return flat if not os.path.isfile(path) and os.path.isfile(flat) else path
-
   def _read_csvs(self, csv_files: list) -> None:
-    p = self.params
-    for csv_path in csv_files:
-      if not isinstance(csv_path, str) or not os.path.isfile(csv_path):
-        raise DataError(f"data_layer_params/dataset_files: {csv_path} does not exist")
-      base = p["dataset_location"] or os.path.dirname(os.path.abspath(csv_path))
-      with open(csv_path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-          line = line.rstrip("\r\n")
-          if not line.strip():
-            continue
-          where = f"{csv_path}:{number}"
-          name = line.split("|")[0].strip()
-          if not name:
-            raise DataError(f"{where}: expected 'name|raw|normalized' with a non-empty name")
-          path = self._wav_path(base, name)
-          if not os.path.isfile(path):
-            raise DataError(f"{where}: {path} not found")
-          if len(self.paths) % self.num_workers == self.worker_id:
-            check_audio_header(path, self.features.sample_rate, p["resample"], where)
-          self.names.append(name)
-          self.paths.append(path)
-    if not self.names:
-      raise DataError(f"data_layer_params/dataset_files: {', '.join(map(str, csv_files))} "
-                      f"hold no utterances")
+    names, paths = read_wav_csvs(csv_files, self.params["dataset_location"],
+                                 self.features.sample_rate, self.params["resample"],
+                                 self.worker_id, self.num_workers)
+    self.names.extend(names)
+    self.paths.extend(paths)
 
   def _shard_ids(self) -> np.ndarray:
     return np.arange(self.worker_id, len(self.names), self.num_workers, dtype=np.int64)
