@@ -29,6 +29,8 @@ from open_seq2seq.errors import CheckpointError
 from open_seq2seq.utils.io import check_writable
 
 LOCK_FILE = ".lock"
+#: Left in a logdir created by a run refused at the same moment (see release).
+CREATED_MARKER = ".lock.created"
 #: errors of flock on filesystems without locks (some network filesystems)
 _NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL)
 
@@ -127,7 +129,7 @@ class LogdirLock:
         self._write(fd)
       except BaseException:
         os.close(fd)
-        self._remove_created_dir()
+        self._hand_over_created_dir()
         raise
       self._fd = fd
       return self
@@ -173,6 +175,25 @@ class LogdirLock:
       if _same_file(fd, self.path):
         os.remove(self.path)
     os.close(fd)
+    with contextlib.suppress(OSError):  # made by a run that started with this one and lost
+      os.remove(os.path.join(self.logdir, CREATED_MARKER))
+      self._created_dir = True
+    self._remove_created_dir()
+
+  def _hand_over_created_dir(self) -> None:
+    """Refused (or failed) after creating the logdir: removed again if empty; if it holds
+    only the lock of the run that started at the same moment and won, a marker tells that
+    run to remove it when it ends."""
+    if not self._created_dir:
+      return
+    with contextlib.suppress(OSError):
+      if os.listdir(self.logdir) == [os.path.basename(self.path)]:
+        marker = os.path.join(self.logdir, CREATED_MARKER)
+        with open(marker, "w", encoding="utf-8"):
+          pass
+        if os.path.exists(self.path):
+          return
+        os.remove(marker)  # the winner ended meanwhile
     self._remove_created_dir()
 
   def _remove_created_dir(self) -> None:

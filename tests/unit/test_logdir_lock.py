@@ -147,3 +147,27 @@ def test_without_file_locks_the_record_decides(tmp_path, monkeypatch):
   (tmp_path / LOCK_FILE).write_text(json.dumps({**parent, "process_start": "1"}))
   with LogdirLock(str(tmp_path)) as lock:
     assert "took over the lock" in lock.notice
+
+
+def test_a_logdir_made_by_the_refused_one_of_two_starts_is_removed_by_the_winner(tmp_path):
+  """The race the two-process test can hit: the run that creates the logdir loses the lock.
+  It cannot remove the folder (the winner's lock is in it), so it leaves a marker, and the
+  winner removes both when it ends."""
+  logdir = str(tmp_path / "run")
+  loser = LogdirLock(logdir, "train")
+  os.makedirs(logdir)  # the loser's makedirs came first ...
+  loser._created_dir = True  # pylint: disable=protected-access
+  with LogdirLock(logdir, "train"):  # ... the winner found the folder and took the lock
+    with pytest.raises(CheckpointError):
+      loser.acquire()
+    assert sorted(os.listdir(logdir)) == [LOCK_FILE, logdir_lock.CREATED_MARKER]
+  assert not os.path.exists(logdir)
+  # a folder the winner's run used is left alone (only an empty one is removed)
+  os.makedirs(logdir)
+  loser = LogdirLock(logdir, "train")
+  loser._created_dir = True  # pylint: disable=protected-access
+  with LogdirLock(logdir, "train"):
+    with pytest.raises(CheckpointError):
+      loser.acquire()
+    (tmp_path / "run" / "ckpt-1.index").write_text("")
+  assert os.listdir(logdir) == ["ckpt-1.index"]
