@@ -9,9 +9,10 @@ folder. Each worker checks the headers (sample rate) of its own share of the fil
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from open_seq2seq.data.speech2text.audio import check_audio_header
-from open_seq2seq.errors import DataError
+from open_seq2seq.errors import ConfigError, DataError
 
 
 def wav_path(base: str, name: str) -> str:
@@ -53,3 +54,27 @@ def read_wav_csvs(csv_files: list, dataset_location: str | None, sample_rate: in
     raise DataError(f"data_layer_params/dataset_files: {', '.join(map(str, csv_files))} "
                     f"hold no utterances")
   return names, paths
+
+
+def mel_features(p: dict, normalize_mean: float = 0.0, normalize_std: float = 1.0) -> Any:
+  """The log-mel :class:`~open_seq2seq.data.text2speech.features.SpectrogramFeatures` of a
+  waveform layer's audio keys (``dataset``, ``sampling_rate``, ``n_fft``, ``hop_length``,
+  ``win_length``, ``num_audio_features``, ``mel_type``, ``fmin``, ``fmax``, ``mag_power``,
+  ``data_min``: Tacotron's, so that its mels can be vocoded); sizes checked in one line."""
+  # pylint: disable=import-outside-toplevel
+  from open_seq2seq.data.text2speech.features import SpectrogramFeatures
+  from open_seq2seq.data.text2speech.text2speech import DATASETS
+  rate, n_fft = DATASETS.get(p["dataset"], (22050, 1024))
+  rate, n_fft = p["sampling_rate"] or rate, p["n_fft"] or n_fft
+  if p["num_audio_features"] < 1:
+    raise ConfigError(f"data_layer_params/num_audio_features: must be at least 1, got "
+                      f"{p['num_audio_features']}")
+  if p["fmax"] is not None and p["fmax"] > rate / 2:
+    raise ConfigError(f"data_layer_params/fmax: {p['fmax']} Hz is above the Nyquist "
+                      f"frequency {rate / 2:g} Hz of sampling_rate {rate}")
+  return SpectrogramFeatures(
+      output_type="mel", num_mel=p["num_audio_features"], num_magnitude=0, sample_rate=rate,
+      n_fft=n_fft, hop_length=p["hop_length"] or n_fft // 4, win_length=p["win_length"] or n_fft,
+      mel_type=p["mel_type"], fmin=p["fmin"],
+      fmax=None if p["fmax"] is None else float(p["fmax"]), mag_power=float(p["mag_power"]),
+      data_min_mel=p["data_min"], normalize_mean=normalize_mean, normalize_std=normalize_std)

@@ -26,7 +26,7 @@ from open_seq2seq.data.description import WavenetDescription
 from open_seq2seq.data.speech2text.audio import read_audio
 from open_seq2seq.data.text2speech.features import SpectrogramFeatures
 from open_seq2seq.data.text2speech.text2speech import AUDIO_PARAMS, DATASETS
-from open_seq2seq.data.text2speech.wav_corpus import read_wav_csvs
+from open_seq2seq.data.text2speech.wav_corpus import mel_features, read_wav_csvs
 from open_seq2seq.errors import ConfigError, DataError
 from open_seq2seq.utils.params import Param
 
@@ -110,21 +110,7 @@ class WavenetDataLayer(DataLayer):
 
   # ------------------------------------------------------------------ configuration
   def _make_features(self) -> SpectrogramFeatures:
-    p = self.params
-    rate, n_fft = DATASETS.get(p["dataset"], (22050, 1024))
-    rate, n_fft = p["sampling_rate"] or rate, p["n_fft"] or n_fft
-    if p["num_audio_features"] < 1:
-      raise ConfigError(f"data_layer_params/num_audio_features: must be at least 1, got "
-                        f"{p['num_audio_features']}")
-    if p["fmax"] is not None and p["fmax"] > rate / 2:
-      raise ConfigError(f"data_layer_params/fmax: {p['fmax']} Hz is above the Nyquist "
-                        f"frequency {rate / 2:g} Hz of sampling_rate {rate}")
-    return SpectrogramFeatures(
-        output_type="mel", num_mel=p["num_audio_features"], num_magnitude=0, sample_rate=rate,
-        n_fft=n_fft, hop_length=p["hop_length"] or n_fft // 4, win_length=p["win_length"] or n_fft,
-        mel_type=p["mel_type"], fmin=p["fmin"],
-        fmax=None if p["fmax"] is None else float(p["fmax"]), mag_power=float(p["mag_power"]),
-        data_min_mel=p["data_min"])
+    return mel_features(self.params)
 
   def _check_sizes(self) -> int:
     p, hop = self.params, self.features.hop_length
