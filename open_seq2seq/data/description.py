@@ -133,6 +133,22 @@ class Text2SpeechDescription(DataDescription):
 
 
 @dataclasses.dataclass(frozen=True)
+class FastPitchDescription(Text2SpeechDescription):
+  """Text2Speech's description plus the pitch statistics of the corpus (FastPitch).
+
+  The data layer gives each mel frame its pitch as ``(f0 - pitch_mean) / pitch_std`` on
+  voiced frames and 0 on unvoiced and padded ones; the model needs the statistics to shift
+  pitch in Hz at inference and to report it.
+
+  Attributes:
+    pitch_mean, pitch_std: mean and standard deviation (Hz) of the voiced frames' pitch.
+  """
+
+  pitch_mean: float
+  pitch_std: float
+
+
+@dataclasses.dataclass(frozen=True)
 class WavenetDescription(DataDescription):
   """Mel frames and mu-law sample ids in, sample ids out (a WaveNet vocoder).
 
