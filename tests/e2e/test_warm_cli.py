@@ -5,6 +5,7 @@ and a timeout that stops the run."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -62,3 +63,24 @@ def test_a_timeout_kills_the_run_and_the_server_goes_on(data_dir, tmp_path):
   assert time.monotonic() - start < 60
   result = warm_cli.run(_args(data_dir, str(tmp_path / "next")) + ["--max_steps=2"], _env())
   assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_typed_input_reaches_the_run_as_in_a_real_process(data_dir, tmp_path):
+  """``interactive_infer`` reads what is typed (stdin_text) as a piped `python run.py` does."""
+  logdir = str(tmp_path / "typed")
+  trained = warm_cli.run(_args(data_dir, logdir) + ["--max_steps=2"], _env())
+  assert trained.returncode == 0, trained.stderr[-2000:]
+  args = [a for a in _args(data_dir, logdir) if a != "--mode=train"] + [
+      "--mode=interactive_infer"]
+  typed = "α β γ\nδ ε\n"
+  cold = subprocess.run([sys.executable, os.path.join(toy.ROOT, "run.py"), *args], input=typed,
+                        capture_output=True, text=True, timeout=300, env=_env())
+  warm = warm_cli.run(args, _env(), stdin_text=typed)
+  assert cold.returncode == warm.returncode == 0, warm.stderr[-2000:]
+  untimed = lambda text: re.sub(r"^\[\d\d:\d\d:\d\d\] ", "", text, flags=re.M)
+  translations = [line for line in untimed(warm.stdout).splitlines() if not line.startswith(
+      ("dtype", "Restored"))]
+  assert untimed(warm.stdout) == untimed(cold.stdout) and len(translations) == 2, warm.stdout
+  empty = warm_cli.run(args, _env())  # nothing typed: ends at once, translates nothing
+  assert empty.returncode == 0
+  assert not [line for line in untimed(empty.stdout).splitlines() if line in translations]

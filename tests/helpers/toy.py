@@ -57,11 +57,8 @@ def run_cli(args: list[str], cwd: str | None = None, timeout: int = 600,
   """Runs ``python run.py ARGS`` (``stdin``: text typed into it) and returns the completed
   process (never raises on rc)."""
   full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT, **(env or {}))
-  if stdin is None:  # a run that reads nothing from stdin starts warm (tests/helpers/warm_cli.py)
-    return warm_cli.run(args, full_env, cwd=cwd, timeout=timeout)
-  return subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), *args], cwd=cwd,
-                        input=stdin, capture_output=True, text=True, timeout=timeout,
-                        env=full_env)
+  # started warm (tests/helpers/warm_cli.py): the same process a `python run.py` would be
+  return warm_cli.run(args, full_env, cwd=cwd, timeout=timeout, stdin_text=stdin)
 
 
 def example_config_overrides(directory: str) -> tuple[list[str], int]:

@@ -48,7 +48,7 @@ def _child(request: dict) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     apply_process_defaults()  # as run.py does
-    for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
+    for fd, path, flags in ((0, request.get("stdin") or os.devnull, os.O_RDONLY),
                             (1, request["stdout"], os.O_WRONLY | os.O_TRUNC),
                             (2, request["stderr"], os.O_WRONLY | os.O_TRUNC)):
       target = os.open(path, flags)
@@ -126,13 +126,17 @@ class _Server:
     line, self.pending = self.pending.split(b"\n", 1)
     return json.loads(line)
 
-  def run(self, args: list[str], cwd: str, env: dict[str, str], timeout: float
-          ) -> subprocess.CompletedProcess:
+  def run(self, args: list[str], cwd: str, env: dict[str, str], timeout: float,
+          stdin_text: str | None = None) -> subprocess.CompletedProcess:
     with self.lock, tempfile.TemporaryDirectory() as tmp:
       out, err = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
       for path in (out, err):
         open(path, "w", encoding="utf-8").close()  # pylint: disable=consider-using-with
       request = {"args": args, "cwd": cwd, "env": env, "stdout": out, "stderr": err}
+      if stdin_text is not None:
+        request["stdin"] = os.path.join(tmp, "stdin")
+        with open(request["stdin"], "w", encoding="utf-8") as f:
+          f.write(stdin_text)
       self.process.stdin.write((json.dumps(request) + "\n").encode())
       self.process.stdin.flush()
       pid = self._answer(60)["pid"]
@@ -154,18 +158,20 @@ def _key(env: dict[str, str]) -> tuple:
   return tuple(env.get(name) for name in IMPORT_TIME_VARIABLES)
 
 
-def run(args: list[str], env: dict[str, str], cwd: str | None = None, timeout: float = 600
-        ) -> subprocess.CompletedProcess:
-  """``python run.py ARGS`` in ``cwd`` with exactly ``env``; never raises on the exit status
+def run(args: list[str], env: dict[str, str], cwd: str | None = None, timeout: float = 600,
+        stdin_text: str | None = None) -> subprocess.CompletedProcess:
+  """``python run.py ARGS`` in ``cwd`` with exactly ``env`` (and ``stdin_text`` as its
+  standard input, else an empty one); never raises on the exit status
   (``subprocess.TimeoutExpired`` after ``timeout`` seconds, the run killed)."""
   cwd = os.fspath(cwd or ROOT)
   if not hasattr(os, "fork") or os.environ.get("OPEN_SEQ2SEQ_TEST_COLD_RUNS"):
     return subprocess.run([sys.executable, os.path.join(ROOT, "run.py"), *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout, env=env, check=False)
+                          capture_output=True, text=True, timeout=timeout, env=env, check=False,
+                          input=stdin_text if stdin_text is not None else "")
   server = _SERVERS.get(_key(env))
   if server is None or not server.alive():
     server = _SERVERS[_key(env)] = _Server(env)
-  return server.run(args, cwd, env, timeout)
+  return server.run(args, cwd, env, timeout, stdin_text)
 
 
 def stop_servers() -> None:
