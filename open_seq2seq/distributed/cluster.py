@@ -8,12 +8,21 @@ Sources, first match wins:
   open_seq2seq.launch`` sets the same variables.
 * MPICH / Intel MPI's Hydra ``mpiexec`` (``PMI_RANK``, ``PMI_SIZE``, ``MPI_LOCALRANKID`` ...).
 * ``horovodrun`` with Gloo (``HOROVOD_RANK`` ...).
+* A SLURM step started by ``srun`` (``SLURM_PROCID``, ``SLURM_STEP_NUM_TASKS``,
+  ``SLURM_STEP_NODELIST`` ...; :mod:`open_seq2seq.distributed.slurm`).
+
+An MPI launcher wins over SLURM: ``mpiexec`` inside an ``sbatch`` allocation starts its
+daemons with ``srun``, so its ranks also carry the daemons' ``SLURM_*`` variables, which
+describe the daemons, not the ranks. Only when both name the same rank and size (and the
+same local rank, where the MPI launcher gives one) — ``srun --mpi=pmi2`` starting MPI ranks
+itself — is SLURM's description taken, as it alone also knows every rank's node.
 
 MPI launchers give rank and size but not the other ranks' hosts. They are found, in order,
 from ``OPEN_SEQ2SEQ_HOSTS`` (comma-separated, one per rank or one for all), from the local
-size (every rank on this machine: 127.0.0.1), or by an MPI all-gather of host names through
-``libmpi`` (:func:`gather_hosts_with_mpi`). Ports are agreed without talking: rank ``r``
-listens on ``base + r`` where ``base`` is ``OPEN_SEQ2SEQ_PORT`` or derived from the MPI job id.
+size (every rank on this machine: 127.0.0.1), from SLURM's node list, or by an MPI all-gather
+of host names through ``libmpi`` (:func:`gather_hosts_with_mpi`). Ports are agreed without
+talking: rank ``r`` listens on ``base + r`` where ``base`` is ``OPEN_SEQ2SEQ_PORT`` or derived
+from the job id (MPI's, or SLURM's job and step ids).
 
 Listening addresses: TensorFlow's gRPC server (multi-worker) listens on every interface
 whatever host the cluster names; TF 2.21 has no setting for it (``python -m
@@ -33,6 +42,7 @@ import socket
 import zlib
 from typing import Mapping
 
+from open_seq2seq.distributed import slurm
 from open_seq2seq.errors import ConfigError
 
 HOSTS_VAR = "OPEN_SEQ2SEQ_HOSTS"
@@ -50,9 +60,11 @@ class ClusterInfo:
   Attributes:
     rank, size: index of this process and number of processes (chief is rank 0).
     local_rank, local_size: the same among the processes on this machine.
-    source: "single", "tf_config", "openmpi", "mpich", "horovodrun" or "launcher".
+    source: "single", "tf_config", "openmpi", "mpich", "horovodrun", "launcher" or
+      "slurm".
     job_id: an id shared by the job's processes (None if the launcher gives none).
     tf_config: the parsed ``TF_CONFIG`` when ``source == "tf_config"``.
+    hosts: every rank's host, in rank order, when the launcher tells (SLURM), else None.
   """
 
   rank: int = 0
@@ -62,6 +74,7 @@ class ClusterInfo:
   source: str = "single"
   job_id: str | None = None
   tf_config: dict | None = None
+  hosts: tuple[str, ...] | None = None
 
   @property
   def is_multi_process(self) -> bool:
@@ -114,6 +127,13 @@ def detect(env: Mapping[str, str] | None = None) -> ClusterInfo:
   env = os.environ if env is None else env
   if env.get("TF_CONFIG"):
     return _from_tf_config(env["TF_CONFIG"])
+  try:  # a SLURM description that does not parse matters only if no MPI launcher wins
+    step, slurm_error = slurm.detect_step(env), None
+  except ConfigError as e:
+    step, slurm_error = None, e
+  from_slurm = None if step is None else ClusterInfo(
+      rank=step.rank, size=step.size, local_rank=step.local_rank, local_size=step.local_size,
+      source="slurm", job_id=step.job_id, hosts=step.hosts)
   for launcher in _LAUNCHERS:
     # Open MPI is recognised by its rank alone (a missing size is then an error)
     required = (launcher.rank,) if launcher.source == "openmpi" else (launcher.rank,
@@ -124,11 +144,17 @@ def detect(env: Mapping[str, str] | None = None) -> ClusterInfo:
       if source == "openmpi" and env.get(LAUNCHER_VAR):
         source = "launcher"  # our own launch.py starts ranks with Open MPI's variables
       job_id = next((env[name] for name in launcher.job_ids if env.get(name)), None)
-      return ClusterInfo(rank=_int(env, launcher.rank), size=size,
+      info = ClusterInfo(rank=_int(env, launcher.rank), size=size,
                          local_rank=_int(env, launcher.local_rank, 0),
                          local_size=_int(env, launcher.local_size, size), source=source,
                          job_id=job_id)
-  return ClusterInfo()
+      if step and (info.rank, info.size) == (step.rank, step.size) and (
+          launcher.local_rank not in env or info.local_rank == step.local_rank):
+        return from_slurm  # srun started the MPI ranks itself: SLURM also knows the hosts
+      return info
+  if slurm_error:
+    raise slurm_error
+  return from_slurm or ClusterInfo()
 
 
 def _from_tf_config(text: str) -> ClusterInfo:
@@ -186,6 +212,8 @@ def worker_hosts(info: ClusterInfo, env: Mapping[str, str] | None = None) -> lis
     return hosts
   if info.all_local:
     return ["127.0.0.1"] * info.size
+  if info.hosts:
+    return list(info.hosts)
   return gather_hosts_with_mpi(env.get(HOST_VAR) or socket.gethostname())
 
 

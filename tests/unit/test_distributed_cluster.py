@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from open_seq2seq.distributed import cluster
+from open_seq2seq.distributed import cluster, slurm
 from open_seq2seq.errors import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -204,3 +204,122 @@ def test_horovod_backend_starts_with_num_gpus_8_in_one_process():
   notices = [line for line in result.stderr.splitlines() if line.startswith("notice:")]
   assert notices == ["notice: use_horovod: num_gpus=8 ignored; Horovod runs one device per "
                      "process (start 8 processes with mpiexec -np 8; this job has 1 process)"]
+
+
+# ---------------------------------------------------------------------- SLURM
+#: what srun sets for task 3 of a 4-task step on 2 nodes (2 tasks each, block distribution)
+SLURM = {"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0", "SLURM_PROCID": "3",
+         "SLURM_LOCALID": "1", "SLURM_NODEID": "1", "SLURM_NTASKS": "4",
+         "SLURM_STEP_NUM_TASKS": "4", "SLURM_STEP_NODELIST": "gpu[07-08]",
+         "SLURM_JOB_NODELIST": "gpu[07-08]", "SLURM_STEP_TASKS_PER_NODE": "2(x2)"}
+
+
+@pytest.mark.parametrize("text, names", [
+    ("node[01-03,07],gpu5", ["node01", "node02", "node03", "node07", "gpu5"]),
+    ("n[8-11]", ["n8", "n9", "n10", "n11"]),  # no padding unless the first bound has it
+    ("a,b", ["a", "b"]),
+    ("nid0[2285-2286,2718]", ["nid02285", "nid02286", "nid02718"]),
+    ("r[1-2]n[01-02]", ["r1n01", "r1n02", "r2n01", "r2n02"]),
+    ("  solo  ", ["solo"]),
+])
+def test_slurm_host_lists_expand(text, names):
+  assert slurm.expand_hostlist(text) == names
+
+
+@pytest.mark.parametrize("text, message", [
+    ("node[01-03", "unbalanced"), ("node]1[", "unbalanced"), ("node[3-1]", "backwards"),
+    ("node[a-b]", "not a number"), ("", "not valid"), ("a,,b", "not valid"),
+])
+def test_bad_slurm_host_lists_are_one_clear_line(text, message):
+  with pytest.raises(ConfigError, match=message) as e:
+    slurm.expand_hostlist(text)
+  assert "\n" not in str(e.value)
+
+
+def test_slurm_task_counts_expand():
+  assert slurm.expand_counts("2(x3),1") == [2, 2, 2, 1]
+  assert slurm.expand_counts("4") == [4]
+  with pytest.raises(ConfigError, match="tasks per node"):
+    slurm.expand_counts("2x3")
+
+
+def test_srun_step_gives_rank_hosts_and_local_rank():
+  info = cluster.detect(SLURM)
+  assert (info.rank, info.size, info.local_rank, info.local_size, info.source) == \
+      (3, 4, 1, 2, "slurm")
+  assert info.hosts == ("gpu07", "gpu07", "gpu08", "gpu08") and not info.all_local
+  assert info.job_id == "slurm-4242.0"
+  port = cluster.base_port(info, {})
+  assert 20000 <= port < 40000  # from the job and step ids: the same on every task
+  assert cluster.base_port(cluster.detect(dict(SLURM, SLURM_PROCID="0", SLURM_LOCALID="0",
+                                               SLURM_NODEID="0")), {}) == port
+  assert cluster.tf_config_for(info, {}) == {
+      "cluster": {"worker": [f"gpu07:{port}", f"gpu07:{port + 1}", f"gpu08:{port + 2}",
+                             f"gpu08:{port + 3}"]},
+      "task": {"type": "worker", "index": 3}}
+  # OPEN_SEQ2SEQ_PORT and OPEN_SEQ2SEQ_HOSTS (other interfaces) override SLURM's choice
+  env = {"OPEN_SEQ2SEQ_PORT": "30000", "OPEN_SEQ2SEQ_HOSTS": "10.0.0.7,10.0.0.7,10.0.0.8,"
+         "10.0.0.8"}
+  assert cluster.tf_config_for(info, env)["cluster"]["worker"][2] == "10.0.0.8:30002"
+  # another step of the same job gets other ports
+  assert cluster.base_port(cluster.detect(dict(SLURM, SLURM_STEP_ID="1")), {}) != port
+
+
+def test_srun_step_with_uneven_nodes_and_older_variables():
+  env = {"SLURM_JOBID": "7", "SLURM_STEPID": "2", "SLURM_PROCID": "2", "SLURM_LOCALID": "0",
+         "SLURM_NTASKS": "3", "SLURM_NODELIST": "a,b", "SLURM_TASKS_PER_NODE": "2,1"}
+  info = cluster.detect(env)
+  assert (info.rank, info.size, info.local_rank, info.local_size) == (2, 3, 0, 1)
+  assert info.hosts == ("a", "a", "b") and info.job_id == "slurm-7.2"
+  # SLURM_NTASKS_PER_NODE when no per-node list is given, an even split when neither is
+  uniform = {k: v for k, v in SLURM.items() if k != "SLURM_STEP_TASKS_PER_NODE"}
+  assert cluster.detect(dict(uniform, SLURM_NTASKS_PER_NODE="2")).hosts == \
+      cluster.detect(uniform).hosts == ("gpu07", "gpu07", "gpu08", "gpu08")
+
+
+def test_one_node_slurm_step_uses_loopback():
+  env = dict(SLURM, SLURM_STEP_NODELIST="gpu07", SLURM_STEP_TASKS_PER_NODE="4",
+             SLURM_LOCALID="3", SLURM_NODEID="0")
+  info = cluster.detect(env)
+  assert info.all_local and cluster.worker_hosts(info, {}) == ["127.0.0.1"] * 4
+
+
+def test_the_batch_script_outside_srun_is_one_process():
+  batch = {"SLURM_JOB_ID": "4242", "SLURM_PROCID": "0", "SLURM_LOCALID": "0",
+           "SLURM_NODEID": "0", "SLURM_NTASKS": "4", "SLURM_JOB_NODELIST": "gpu[07-08]",
+           "SLURM_TASKS_PER_NODE": "2(x2)"}
+  assert cluster.detect(batch).source == "single"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"SLURM_STEP_TASKS_PER_NODE": "2,1"}, "do not agree"),  # 2 nodes, 3 tasks listed
+    ({"SLURM_PROCID": "4"}, "do not agree"),
+    ({"SLURM_LOCALID": "0"}, "block distribution"),  # -m cyclic: rank 3 is local task 1
+    ({"SLURM_NODEID": "0"}, "block distribution"),
+    ({"SLURM_PROCID": "x"}, "SLURM_PROCID='x'"),
+])
+def test_inconsistent_slurm_steps_are_one_clear_line(change, message):
+  with pytest.raises(ConfigError, match=message) as e:
+    cluster.detect(dict(SLURM, **change))
+  assert "\n" not in str(e.value)
+  missing = {k: v for k, v in SLURM.items() if "NODELIST" not in k}
+  with pytest.raises(ConfigError, match="no node list"):
+    cluster.detect(missing)
+
+
+def test_precedence_of_launchers_inside_a_slurm_allocation():
+  # mpiexec inside sbatch: the ranks carry their daemon's srun step (here one daemon per
+  # node, task 1 of 2) as well as Open MPI's variables: Open MPI describes the rank
+  under_mpiexec = dict(SLURM, SLURM_PROCID="1", SLURM_LOCALID="0", SLURM_STEP_NUM_TASKS="2",
+                       SLURM_NTASKS="2", SLURM_STEP_TASKS_PER_NODE="1(x2)", **OPEN_MPI)
+  info = cluster.detect(under_mpiexec)
+  assert (info.source, info.rank, info.size, info.hosts) == ("openmpi", 1, 4, None)
+  # even when that daemon step cannot be read as a job of ours
+  assert cluster.detect(dict(under_mpiexec, SLURM_NODEID="0")).source == "openmpi"
+  # srun --mpi=pmi2 starting MPICH ranks itself: both agree, SLURM also knows the nodes
+  pmi = dict(SLURM, PMI_RANK="3", PMI_SIZE="4")
+  assert cluster.detect(pmi).source == "slurm" and cluster.detect(pmi).hosts[3] == "gpu08"
+  # an explicit TF_CONFIG wins over everything
+  tf_config = json.dumps({"cluster": {"worker": ["a:1", "b:2"]},
+                          "task": {"type": "worker", "index": 0}})
+  assert cluster.detect(dict(under_mpiexec, TF_CONFIG=tf_config)).source == "tf_config"
