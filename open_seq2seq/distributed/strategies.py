@@ -100,6 +100,54 @@ def gpu_devices(params: dict) -> list[str]:
   return [f"/gpu:{i}" for i in ids]
 
 
+def configure_gpu_memory(grow: bool) -> int:
+  """``gpu_memory_growth``: each local GPU takes memory as it needs it (TensorFlow's default
+  takes nearly all of every visible GPU at start, which stops a second process on the same
+  GPU). Must run before TensorFlow initialises the GPUs; returns how many it configured."""
+  gpus = tf.config.list_physical_devices("GPU")
+  if grow:
+    for gpu in gpus:
+      try:
+        tf.config.experimental.set_memory_growth(gpu, True)
+      except RuntimeError:
+        raise ConfigError("gpu_memory_growth must be applied before TensorFlow initialises "
+                          "the GPUs; create the backend before building any tensor") from None
+  return len(gpus) if grow else 0
+
+
+def all_reduce_for_towers(choice: str, devices: list[str]):
+  """The ``cross_device_ops`` of ``MirroredStrategy`` for ``all_reduce`` (None: TensorFlow's
+  pick, NCCL when every device is a GPU)."""
+  on_gpus = all("gpu" in d.lower() for d in devices)
+  if choice == "ring":
+    raise ConfigError("all_reduce='ring' is for several processes (multi-worker); towers in "
+                      "one process use nccl, hierarchical_copy or one_device")
+  if choice == "nccl" and not on_gpus:
+    raise ConfigError(f"all_reduce='nccl' needs GPU towers, these are {devices}; use 'auto' "
+                      "or 'one_device'")
+  if choice == "nccl":
+    return tf.distribute.NcclAllReduce()
+  if choice == "hierarchical_copy":  # DGX-1-like GPU topologies without NCCL
+    return tf.distribute.HierarchicalCopyAllReduce()
+  if choice == "one_device" or not on_gpus:  # logical CPU devices sum through one device
+    return tf.distribute.ReductionToOneDevice()
+  return None
+
+
+def all_reduce_for_workers(choice: str, has_gpus: bool):
+  """The collective implementation of ``MultiWorkerMirroredStrategy`` for ``all_reduce``."""
+  implementations = tf.distribute.experimental.CommunicationImplementation
+  if choice in ("hierarchical_copy", "one_device"):
+    raise ConfigError(f"all_reduce={choice!r} is for towers in one process; several "
+                      "processes use nccl or ring")
+  if choice == "nccl" and not has_gpus:
+    raise ConfigError("all_reduce='nccl' needs GPUs and this machine has none; use 'auto' "
+                      "or 'ring'")
+  if choice == "nccl" or (choice == "auto" and has_gpus):
+    return implementations.NCCL
+  return implementations.RING
+
+
 def _bind_local_gpus(info: cluster.ClusterInfo, per_worker: int) -> None:
   """Each process on a machine sees its own ``per_worker`` GPUs (by local rank)."""
   gpus = tf.config.list_physical_devices("GPU")
@@ -153,11 +201,11 @@ class TowersBackend(StrategyBackend):
 
   name = "towers"
 
-  def __init__(self, devices: list[str]):
-    # Logical CPU devices sum through one device; GPUs use the default (NCCL).
-    ops = tf.distribute.ReductionToOneDevice() if "cpu" in devices[0].lower() else None
+  def __init__(self, devices: list[str], all_reduce: str = "auto"):
+    ops = all_reduce_for_towers(all_reduce, devices)
     super().__init__(tf.distribute.MirroredStrategy(devices=devices, cross_device_ops=ops))
     self.devices = devices
+    self.cross_device_ops = ops
 
 
 class MultiWorkerBackend(StrategyBackend):
@@ -175,9 +223,8 @@ class MultiWorkerBackend(StrategyBackend):
     _bind_local_gpus(info, per_worker)
     timeout = timeout or float(os.environ.get(TIMEOUT_VAR, DEFAULT_COLLECTIVE_TIMEOUT))
     self._timeout = timeout
-    implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL
-                      if tf.config.list_physical_devices("GPU")
-                      else tf.distribute.experimental.CommunicationImplementation.RING)
+    implementation = all_reduce_for_workers(params.get("all_reduce", "auto"),
+                                            bool(tf.config.list_physical_devices("GPU")))
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=implementation, timeout_seconds=timeout,
         bytes_per_pack=pack_bytes())

@@ -25,6 +25,10 @@ from open_seq2seq.utils.params import Param, callable_or_class
 
 _STEPS = (int, None)
 
+#: ``all_reduce`` values: what TensorFlow sums the replicas' gradients with
+#: (open_seq2seq/distributed/strategies.py ``all_reduce_for_towers`` / ``..._for_workers``).
+ALL_REDUCE_CHOICES = ("auto", "nccl", "ring", "hierarchical_copy", "one_device")
+
 #: Declarations of the run's keys by group: the reference documents each group once.
 GROUPS: dict[str, dict[str, Param]] = {
     "Devices and distribution": {
@@ -36,6 +40,13 @@ GROUPS: dict[str, dict[str, Param]] = {
                                  "replicas in: bfloat16 halves the all-reduce's bytes (not "
                                  "with use_horovod, whose all-reduce has no bfloat16).",
                                  choices=("float32", "bfloat16")),
+        "all_reduce": Param(str, "auto", "How replicas sum gradients: auto (NCCL between GPUs; "
+                            "ring across CPU workers, one device for CPU towers), nccl, ring "
+                            "(multi-worker), hierarchical_copy or one_device (towers).",
+                            choices=ALL_REDUCE_CHOICES),
+        "gpu_memory_growth": Param(bool, True, "Take GPU memory as needed, not all of it at "
+                                   "start (OpenSeq2Seq's allow_growth; several processes may "
+                                   "share a GPU)."),
     },
     "Duration": {
         "max_steps": Param(_STEPS, None, "Number of updates to train for (or num_epochs)."),
