@@ -55,6 +55,14 @@ class ConvS2SDecoder(EmbeddingSharingDecoder):
 
   EMBEDDING_WIDTH_KEY = "tgt_emb_size"
 
+  #: Variables indexed by the target vocabulary (mapped by token on load_model): the
+  #: embedding's rows; the projection's columns, gains, bias and norm weights.
+  VOCAB_INDEXED = {"embedding_softmax_layer.embeddings": ("input", 0),
+                   "output_projection.v": ("output", 1), "output_projection.g": ("output", 0),
+                   "output_projection.b": ("output", 0),
+                   "output_projection.norm.gamma": ("output", 0),
+                   "output_projection.norm.beta": ("output", 0)}
+
   PARAMS = {
       **SHARED_PARAMS,
       "tgt_emb_size": Param(int, doc="Width of the target embeddings (and of the encoder "

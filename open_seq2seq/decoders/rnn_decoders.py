@@ -64,6 +64,9 @@ def _takes(cls: Any, keyword: str) -> bool:
 class RNNDecoderWithAttention(MemoryDepthDecoder):
   """Stacked recurrent cells with attention; greedy decoding at inference (module doc)."""
 
+  #: Variables indexed by the target vocabulary (mapped by token on load_model).
+  VOCAB_INDEXED = {"embedding_matrix": ("input", 0), "output_projection.kernel": ("output", 1)}
+
   PARAMS = {
       **INITIALIZER_PARAMS,
       "tgt_vocab_size": Param((int, None), None,

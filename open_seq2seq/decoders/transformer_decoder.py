@@ -101,6 +101,12 @@ class TransformerDecoder(EmbeddingSharingDecoder):
   embedding of its own: the model hands it the encoder's through :meth:`reuse_embeddings`.
   """
 
+  #: Variables indexed by the target vocabulary (mapped by token on load_model): the
+  #: embedding's rows, the untied projection's columns and bias.
+  VOCAB_INDEXED = {"embedding_softmax_layer.embeddings": ("input", 0),
+                   "output_projection.kernel": ("output", 1),
+                   "output_projection.bias": ("output", 0)}
+
   PARAMS = {
       "num_hidden_layers": Param(int, doc="Number of decoder layers."),
       **SHARED_PARAMS,

@@ -50,6 +50,9 @@ class ConvS2SEncoder(Encoder):
   attribute ``embedding_softmax_layer`` (a decoder with ``shared_embed`` reuses it).
   """
 
+  #: Variables indexed by the source vocabulary (rows mapped by token on load_model).
+  VOCAB_INDEXED = {"embedding_softmax_layer.embeddings": ("input", 0)}
+
   PARAMS = {
       **SHARED_PARAMS,
       "src_emb_size": Param(int, doc="Width of the token and position embeddings and of "

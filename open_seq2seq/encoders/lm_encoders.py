@@ -65,6 +65,11 @@ class LMEncoder(Encoder):
   predicted classes), or ``outputs`` = the features with ``classify=False``.
   """
 
+  #: Variables indexed by the vocabulary (mapped by token on load_model): the embedding's
+  #: rows and the language-model output's (a classifier's layer is indexed by classes).
+  VOCAB_INDEXED = {"embedding": ("input", 0), "output_bias": ("output", 0),
+                   "output_layer.kernel": ("output", 1), "output_layer.bias": ("output", 0)}
+
   PARAMS = {
       "vocab_size": Param((int, None), None, "Vocabulary size (default: the data's)."),
       "emb_size": Param(int, doc="Word embedding size (with weight_tied also the last layer's "

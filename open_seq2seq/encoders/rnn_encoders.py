@@ -78,6 +78,9 @@ class _RNNEncoderWithEmbedding(Encoder):
   :meth:`_stack`) and run them in :meth:`_encode`.
   """
 
+  #: Variables indexed by the source vocabulary (rows mapped by token on load_model).
+  VOCAB_INDEXED = {"embedding": ("input", 0)}
+
   PARAMS = {
       "src_vocab_size": Param((int, None), None,
                               "Source vocabulary size (default: from the data layer)."),

@@ -76,6 +76,9 @@ class TransformerEncoder(Encoder):
   takes from its data layer's description).
   """
 
+  #: Variables indexed by the source vocabulary (rows mapped by token on load_model).
+  VOCAB_INDEXED = {"embedding_softmax_layer.embeddings": ("input", 0)}
+
   PARAMS = {
       "encoder_layers": Param(int, doc="Number of encoder layers."),
       **SHARED_PARAMS,

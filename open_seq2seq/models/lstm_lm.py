@@ -10,12 +10,14 @@ model's embedding and recurrent weights (matched by name and shape).
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Callable
 
 import numpy as np
 import tensorflow as tf
 
 from open_seq2seq.data.description import DataDescription, LMDescription
+from open_seq2seq.data.lm.vocab import VOCAB_FILE, read_vocab
 from open_seq2seq.decoders.fake_decoder import FakeDecoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.losses.sequence_loss import BasicSampledSequenceLoss
@@ -113,6 +115,31 @@ class LSTMLM(Model):
         getattr(self.encoder, "classifier", None) is None:
       raise ConfigError("encoder: with FakeDecoder the encoder must make the class logits "
                         "(LMEncoder does)")
+
+  # ------------------------------------------------------------------ vocabulary
+  #: The vocabulary of each role of the encoder's ``VOCAB_INDEXED`` variables: their rows
+  #: follow the words when ``load_model`` loads a run of another vocabulary.
+  VOCABULARY_ROLES = {"encoder": {"input": "word", "output": "word"}}
+
+  def vocabularies(self) -> dict[str, list[str]]:
+    """The word of every id (fillers included)."""
+    return {"word": list(self.description.idx2word)}
+
+  @staticmethod
+  def vocabulary_files(train_config: dict[str, Any]) -> dict[str, str]:
+    """The vocab.txt a resolved train config names (given, or the processed folder's)."""
+    layer = train_config.get("data_layer_params") or {}
+    path = layer.get("vocab_file") or layer.get("lm_vocab_file") or \
+        train_config.get("lm_vocab_file")
+    folder = layer.get("processed_data_folder") or train_config.get("processed_data_folder")
+    if not path and folder:
+      path = os.path.join(folder, VOCAB_FILE)
+    return {"word": path} if isinstance(path, str) else {}
+
+  @staticmethod
+  def read_vocabulary_file(path: str) -> list[str]:
+    """The word of every id of a ``vocab.txt``."""
+    return list(read_vocab(path, "load_model_vocab_files").idx2word)
 
   # ------------------------------------------------------------------ computation
   predictions_from_loss_pass = True

@@ -8,7 +8,8 @@ import numpy as np
 
 from open_seq2seq.data.description import DataDescription, TextDescription
 from open_seq2seq.data.text2text.text2text import split_tokens
-from open_seq2seq.data.text2text.vocab import SpecialTextTokens
+from open_seq2seq.data.text2text.vocab import (NUM_SPECIAL_TOKENS, SpecialTextTokens,
+                                               load_vocab, read_vocab_tokens)
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.model import Model
 from open_seq2seq.outputs import TextLines
@@ -80,6 +81,34 @@ class Text2Text(Model):
   best_metric = ("BLEU", True)
   chance_level = 0.0
   description: TextDescription
+  #: The vocabulary of each role of the components' ``VOCAB_INDEXED`` variables: their rows
+  #: follow the tokens when ``load_model`` loads a run of other vocabularies.
+  VOCABULARY_ROLES = {"encoder": {"input": "source"},
+                      "decoder": {"input": "target", "output": "target"}}
+
+  # ----------------------------------------------------------------- vocabularies
+  def vocabularies(self) -> dict[str, list[str]]:
+    """The token of every id of the source and target vocabularies (special tokens and
+    fillers included)."""
+    d = self.description
+    return {"source": [d.source_idx2seq.get(i, "") for i in range(d.src_vocab_size)],
+            "target": [d.target_idx2seq.get(i, "") for i in range(d.tgt_vocab_size)]}
+
+  @staticmethod
+  def vocabulary_files(train_config: Mapping[str, Any]) -> dict[str, str]:
+    """The vocabulary files a resolved train config names (a side read with a SentencePiece
+    model alone names none)."""
+    layer = train_config.get("data_layer_params") or {}
+    files = {"source": layer.get("src_vocab_file"), "target": layer.get("tgt_vocab_file")}
+    return {name: path for name, path in files.items() if isinstance(path, str)}
+
+  @staticmethod
+  def read_vocabulary_file(path: str) -> list[str]:
+    """The token of every id of a vocabulary file, as the data layer reads it (the special
+    tokens first, from the file when it lists them there)."""
+    head = [token for _, token in read_vocab_tokens(path)[:NUM_SPECIAL_TOKENS]]
+    in_file = head == [SpecialTextTokens.to_string(i) for i in range(NUM_SPECIAL_TOKENS)]
+    return list(load_vocab(path, special_tokens_in_file=in_file))
 
   # ----------------------------------------------------------------- wiring
   def component_kwargs(self, slot: str, description: DataDescription) -> dict[str, Any]:

@@ -40,8 +40,10 @@ MODEL_PREFIX = "model/"
 #: Keys averaged when floating-point: the model's and the moving averages of its weights,
 #: which must also be the same in every checkpoint.
 AVERAGED_PREFIXES = (MODEL_PREFIX, f"{CHECKPOINT_NAME}/")
-#: The resolved config cli.py writes beside the checkpoints; copied so that OUT looks like a run.
-CONFIG_FILES = ("config.txt", "config.yaml")
+#: The resolved config cli.py writes beside the checkpoints, and the vocabularies the run
+#: recorded (training/vocab_remap.py); copied so that OUT looks like a run (load_model from it
+#: remaps a changed vocabulary by token as from the run itself).
+CONFIG_FILES = ("config.txt", "config.yaml", "vocabularies.json")
 #: Where the output records which checkpoints it averages.
 PROVENANCE_FILE = "averaged.json"
 STATE_FILE = "checkpoint"

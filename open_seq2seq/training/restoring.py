@@ -3,13 +3,13 @@ error every unreadable checkpoint becomes.
 
 Variables are found by their checkpoint key (TensorFlow's object-graph naming), so a run
 trained in "mixed" restores into float16 and back, and ``load_model`` matches by key and
-shape.
+shape (rows of a changed vocabulary by token: :mod:`open_seq2seq.training.vocab_remap`).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from typing import Any, Collection
 
 import tensorflow as tf
 
@@ -206,34 +206,44 @@ def _restore_across_dtypes(root: tf.train.Checkpoint, path: str,
   return cast
 
 
+def checkpoint_path(source: str) -> str:
+  """The checkpoint ``load_model`` reads: ``source`` itself (a checkpoint prefix), or the
+  latest checkpoint of ``source`` when it is a run directory (found from the files, without a
+  state file)."""
+  path = latest_in(source)[0] if os.path.isdir(source) else source
+  if not path or not tf.io.gfile.exists(path + ".index"):
+    raise CheckpointError(f"load_model: no checkpoint found at {source}")
+  return path
+
+
 def load_pretrained(root: tf.train.Checkpoint, source: str,
-                    skip_patterns: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+                    exclude: Collection[str] = ()) -> tuple[list[str], list[str]]:
   """Initialises variables of ``root`` from another run, matching by key and shape.
 
   Args:
     root: a checkpoint object whose ``model`` holds the variables to initialise.
     source: a run directory (its latest checkpoint is used) or a checkpoint prefix.
+    exclude: keys left alone (and left out of the lists returned): the caller loads them
+      itself (rows of a changed vocabulary, :mod:`open_seq2seq.training.vocab_remap`).
 
   Returns:
-    (loaded keys, skipped keys with the reason).
+    (loaded keys, skipped keys with the reason). Only model variables (``model/...``) are
+    read: optimizer slots and steps start afresh.
   """
-  # a run directory: its latest checkpoint (found from the files without a state file)
-  path = latest_in(source)[0] if os.path.isdir(source) else source
-  if not path or not tf.io.gfile.exists(path + ".index"):
-    raise CheckpointError(f"load_model: no checkpoint found at {source}")
+  path = checkpoint_path(source)
   try:
-    return _load_pretrained(root, source, path)
+    return _load_pretrained(root, source, path, frozenset(exclude))
   except _UNREADABLE as e:
     raise UnreadableCheckpoint(path, e) from None
 
 
-def _load_pretrained(root: tf.train.Checkpoint, source: str,
-                     path: str) -> tuple[list[str], list[str]]:
+def _load_pretrained(root: tf.train.Checkpoint, source: str, path: str,
+                     exclude: frozenset[str]) -> tuple[list[str], list[str]]:
   reader = tf.train.load_checkpoint(path)
   shapes = reader.get_variable_to_shape_map()
   loaded, skipped = [], []
   for key, var in sorted(variable_keys(root).items()):
-    if not key.startswith("model/"):
+    if not key.startswith("model/") or key in exclude:
       continue
     if key not in shapes:
       skipped.append(f"{key} (not in {source})")

@@ -70,7 +70,13 @@ GROUPS: dict[str, dict[str, Param]] = {
         "restore_best_checkpoint": Param(bool, False,
                                          "Eval/infer from the best checkpoint by eval metric."),
         "load_model": Param((str, None), None,
-                            "Initialise from another run's checkpoint (match by name and shape)."),
+                            "Initialise from another run's checkpoint (match by name and "
+                            "shape; rows of a changed vocabulary by token)."),
+        "load_model_vocab_files": Param((dict, None), None,
+                                        "With load_model: the vocabulary files its checkpoint "
+                                        "was trained with, {name: file} (Text2Text: source, "
+                                        "target; LSTMLM: word), when its run directory does "
+                                        "not record them (training/vocab_remap.py)."),
         "allow_model_changes": Param(bool, False,
                                      "Eval/infer/export/resume a run whose checkpoint does not "
                                      "fit the model built now (other sizes, vocabularies or "

@@ -22,6 +22,9 @@ def check_run_settings(params: Mapping[str, Any], mode: str) -> None:
     raise ConfigError(f"max_steps={params['max_steps']} and num_epochs={params['num_epochs']}: "
                       f"give one of them, not both (from the command line, --max_steps=N "
                       f"alone replaces a config's num_epochs, and --num_epochs=N its max_steps)")
+  if params.get("load_model_vocab_files") and not params["load_model"]:
+    raise ConfigError("load_model_vocab_files: given without load_model; set load_model to "
+                      "the run (or checkpoint) these vocabularies belong to")
   if mode in ("train", "train_eval") and params["max_steps"] is None and \
       params["num_epochs"] is None:
     raise ConfigError("max_steps: training needs max_steps or num_epochs in the config")

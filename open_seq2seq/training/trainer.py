@@ -19,9 +19,8 @@ from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.errors import ConfigError, DivergenceError
 from open_seq2seq.models.model import Model
 from open_seq2seq.training import reporting, stopping
-from open_seq2seq.training.checkpoints import (CheckpointStore, load_pretrained,
-                                               model_checkpoint_object, named_variables,
-                                               non_finite)
+from open_seq2seq.training.checkpoints import (CheckpointStore, model_checkpoint_object,
+                                               named_variables, non_finite)
 from open_seq2seq.training.early_stopping import EarlyStopping
 from open_seq2seq.training.evaluator import Evaluator, to_numpy
 from open_seq2seq.training.moving_average import announce_resume
@@ -29,6 +28,7 @@ from open_seq2seq.training.reporting import Reporter, StepStats, every, log
 from open_seq2seq.training.restoring import model_mismatches
 from open_seq2seq.training.run_params import run_settings
 from open_seq2seq.training.train_step import TrainStep
+from open_seq2seq.training.vocab_remap import load_model, record_vocabularies
 
 #: Training stops when this many steps in a row have non-finite gradients: loss scaling
 #: recovers from overflows in a few steps (2^14 -> 1 takes 14 halvings), not in 100.
@@ -156,11 +156,8 @@ class Trainer:
     initialized = self.step.initialize_from_data(first_batches)
     if initialized and self.is_chief:
       log(f"Data-dependent initialization of {initialized} layers on the first batch")
-    if self.params["load_model"] and not benchmark:
-      loaded, skipped = load_pretrained(store.checkpoint, self.params["load_model"])
-      if self.is_chief:
-        log(f"load_model: initialised {len(loaded)} variables from {self.params['load_model']}, "
-            f"skipped {len(skipped)}" + (": " + "; ".join(skipped[:10]) if skipped else ""))
+    if not benchmark:  # by key and shape; rows of a changed vocabulary by token
+      load_model(store.checkpoint, self.model, self.params, log if self.is_chief else None)
 
   # ------------------------------------------------------------------ plan
   def _planned_steps(self) -> int | None:
@@ -203,6 +200,8 @@ class Trainer:
       max_steps = self._steps_left_after_early_stop(max_steps)
     if on_start is not None:  # the run is built and restored: e.g. write its config now
       on_start()
+      if self.is_chief:  # beside the config: what a later load_model maps rows by
+        record_vocabularies(self.logdir, self.model)
     summaries = summaries if summaries is not None else reporting.Summaries(
         self.logdir if self.is_chief else None)
     if continue_learning:

@@ -117,9 +117,12 @@ def test_average_of_a_trained_run_restores_for_eval_and_for_resuming(tmp_path):
   run, out = tmp_path / "run", tmp_path / "avg"
   _linear_run(run)
   (run / "config.yaml").write_text("train: {}\n")  # what cli.py writes beside checkpoints
+  (run / "vocabularies.json").write_text('{"source": ["a"]}\n')  # and the trainer
   chosen = averaging.last_checkpoints(str(run), 2)
   averaging.average_checkpoints(chosen, str(out))
   assert (out / "config.yaml").read_text() == "train: {}\n"
+  # load_model from the average remaps a changed vocabulary as from the run
+  assert (out / "vocabularies.json").read_text() == '{"source": ["a"]}\n'
   kernel = "model/weights/encoder..kernel/.ATTRIBUTES/VARIABLE_VALUE"
   expected = np.mean([tf.train.load_checkpoint(p).get_tensor(kernel) for p in chosen], axis=0)
 

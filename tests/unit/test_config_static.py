@@ -152,6 +152,7 @@ CERTAIN = [
     (TRANSFORMER, ["--decoder_params/beam_size=four"]),
     (TRANSFORMER, ["--max_steps=0"]),
     (TRANSFORMER, ["--num_epochs=3", "--max_steps=2"]),
+    (TRANSFORMER, ["--load_model_vocab_files={'source': 'vocab.txt'}"]),
     (TRANSFORMER, ["--loss_scaling=Backof"]),
     (TRANSFORMER, ["--loss_scaling=-1"]),
     (TRANSFORMER, ["--loss_scaling_params/step_window=1"]),
