@@ -6,11 +6,15 @@ alone (this script never imports open_seq2seq: it is what a server does with the
                                  [--batch_size N] [--json]
 
 INPUTS holds one input per line: a sentence for a text input, the path of a WAV file for a
-waveform input, the path of an image file for an image input. Each output line is the
+waveform input, the path of an image file for an image input, the path of a ``.npy`` file of
+mel frames for a vocoder (``mel`` input: a float array ``[frames, num_mels]`` in the layout
+of the vocoder's training data, e.g. a Tacotron export's ``spectrogram`` of one sentence cut
+to its length, saved with ``numpy.save``). Each output line is the
 signature's first output (text, class name) for one input, in input order, or with
 ``--json`` every output of that input as one JSON object; ``--output`` defaults to stdout.
 
-An export whose metadata names audio outputs (``audio_outputs``: a speech synthesizer) writes
+An export whose metadata names audio outputs (``audio_outputs``: a speech synthesizer or a
+vocoder) writes
 one 16-bit WAV file per input into ``--output_dir`` (``<line>.wav``: the input's line number,
 zero-padded to the widest) and prints one line per file, ``<path> (<seconds> s)``; with
 ``--json`` the audio output's value is the WAV's path. ``--json`` without ``--output_dir``
@@ -70,7 +74,7 @@ def first_line(error: BaseException) -> str:
 def parse_args(argv: list[str]) -> argparse.Namespace:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("export_dir", help="directory written by run.py --mode=export")
-  parser.add_argument("inputs", help="one input per line (sentence, or WAV path)")
+  parser.add_argument("inputs", help="one input per line (sentence, or WAV, image or .npy path)")
   parser.add_argument("--output", help="output file (default: stdout)")
   parser.add_argument("--output_dir",
                       help="directory for the WAV files of an export whose output is audio "
@@ -147,7 +151,7 @@ def read_metadata(export_dir: str) -> dict:
     with open(path, encoding="utf-8") as f:
       metadata = json.load(f)
     signature = metadata["signatures"]["serving_default"]
-    inputs = [n for n in signature["inputs"] if n != "length"]
+    inputs = [n for n in signature["inputs"] if n not in length_inputs(signature)]
     if len(inputs) != 1 or not signature["outputs"]:
       raise ValueError("expected one input and at least one output")
     imports = list(signature.get("required_imports", []))
@@ -255,14 +259,24 @@ def read_lines(path: str) -> list[str]:
     raise ExportError(f"inputs file {path} cannot be read ({e.strerror})") from None
 
 
+def length_inputs(signature: dict) -> set[str]:
+  """The inputs that give the lengths of another (``length``, ``<input>_length``)."""
+  names = signature["inputs"]
+  return {n for n in names if n == "length" or (n.endswith("_length") and
+                                                  n[:-len("_length")] in names)}
+
+
 def input_kind(name: str, spec: dict) -> str:
-  """How the signature's input is read from a line: "image", "text" or "waveform"."""
+  """How the signature's input is read from a line: "image", "text", "waveform" or
+  "mel"."""
   if name == "image":
     return "image"
   if spec["dtype"] == "string":
     return "text"
   if name == "waveform":
     return "waveform"
+  if name == "mel" and spec["dtype"] == "float32":
+    return "mel"
   raise ExportError(f"this script does not know how to read input {name!r} "
                     f"({spec['dtype']} {spec['shape']})")
 
@@ -282,6 +296,8 @@ def load_input(tf, kind: str, line: str, signature: dict, where: str):
     return line
   if kind == "image":
     return read_file(tf, line, "image", where).numpy()
+  if kind == "mel":
+    return load_mel(line, signature, where)
   try:
     audio, rate = tf.audio.decode_wav(read_file(tf, line, "WAV", where), desired_channels=1)
   except tf.errors.OpError as e:
@@ -292,11 +308,32 @@ def load_input(tf, kind: str, line: str, signature: dict, where: str):
   return audio[:, 0]
 
 
+def load_mel(path: str, signature: dict, where: str):
+  """float32 mel frames ``[frames, num_mels]`` from the ``.npy`` file ``path``."""
+  import numpy as np  # pylint: disable=import-outside-toplevel  (TensorFlow's own dependency)
+  num_mels = int(signature["num_mels"])
+  try:
+    mel = np.load(path, allow_pickle=False)
+  except FileNotFoundError:
+    raise InputError(f"{where}: mel file {path!r} does not exist") from None
+  except (OSError, ValueError) as e:
+    raise InputError(f"{where}: {path} is not a readable .npy array ({first_line(e)})"
+                     ) from None
+  if mel.ndim != 2 or mel.shape[1] != num_mels or not len(mel) or \
+      not np.issubdtype(mel.dtype, np.floating):
+    raise InputError(f"{where}: {path} holds a {mel.dtype} array of shape {mel.shape}; the "
+                     f"vocoder takes float mel frames [frames, {num_mels}]")
+  return mel.astype(np.float32)
+
+
 def feed(tf, name: str, kind: str, values: list) -> dict:
   """The serving function's arguments for a batch of loaded inputs."""
   if kind == "waveform":
     return {name: tf.ragged.stack(values).to_tensor(),
             "length": tf.constant([len(w) for w in values], tf.int32)}
+  if kind == "mel":  # padded with zeros: the vocoder reads no frame past each length
+    return {name: tf.ragged.stack([tf.constant(v) for v in values]).to_tensor(),
+            f"{name}_length": tf.constant([len(v) for v in values], tf.int32)}
   return {name: tf.constant(values)}
 
 
@@ -329,7 +366,8 @@ def serve_inputs(args: argparse.Namespace) -> int:
   signature = read_metadata(args.export_dir)
   check_audio_flags(signature, args)
   lines = read_lines(args.inputs)  # before the (slow) load: a wrong path fails at once
-  (name, spec), = [(n, s) for n, s in signature["inputs"].items() if n != "length"]
+  (name, spec), = [(n, s) for n, s in signature["inputs"].items()
+                   if n not in length_inputs(signature)]
   kind = input_kind(name, spec)
   tf = import_tensorflow_quietly(signature)
   serve = load_serving(tf, args.export_dir)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
@@ -35,10 +34,6 @@ from open_seq2seq.parts.hifigan import (MultiPeriodDiscriminator, MultiScaleDisc
 from open_seq2seq.parts.hifigan.convs import NORMALIZATIONS
 from open_seq2seq.utils.component import LayerComponent
 from open_seq2seq.utils.params import Param
-
-#: Mel-cepstral coefficients c1 .. c13 of the eval's distortion (c0, the energy, is left out).
-CEPSTRA = 13
-
 
 def _positive_ints(value: Any) -> bool:
   return (isinstance(value, (list, tuple)) and len(value) > 0 and
@@ -192,19 +187,14 @@ class HiFiGANLoss(LayerComponent):
 def utterance_distances(real: tf.Tensor, fake: tf.Tensor, lengths: tf.Tensor,
                         mel_options: dict) -> dict[str, tf.Tensor]:
   """Per utterance of ``real`` / ``fake`` [B, S] (valid up to ``lengths`` samples):
-  ``mel_l1_sum`` (``|log mel difference|`` summed over frames and channels), ``frames``,
-  and ``mcd_sum``: the mel-cepstral distortion ``10 / ln 10 * sqrt(2 * sum_d (c_d -
-  c'_d)^2)`` over c1 .. c13 of the orthonormal DCT-II of each frame's log mel, summed over
-  frames (frames compared position by position: both have the same length)."""
+  ``mel_l1_sum`` (``|log mel difference|`` of the loss's spectrogram summed over frames and
+  channels) and ``frames``. (The mel-cepstral distortion is computed on the host from the
+  waveforms: :mod:`open_seq2seq.parts.audio.mel_cepstrum`.)"""
   real_mel, frames = log_mel_spectrogram(real, lengths, **mel_options)
   fake_mel, _ = log_mel_spectrogram(fake, lengths, **mel_options)
   mask = tf.sequence_mask(frames, tf.shape(real_mel)[1], dtype=tf.float32)
   l1 = tf.reduce_sum(tf.abs(real_mel - fake_mel), axis=-1)
-  count = min(CEPSTRA, mel_options["num_mels"] - 1)
-  cepstra = tf.signal.dct(real_mel - fake_mel, type=2, norm="ortho")[..., 1:1 + count]
-  mcd = 10.0 / np.log(10.0) * tf.sqrt(2.0 * tf.reduce_sum(tf.square(cepstra), axis=-1))
-  return {"mel_l1_sum": tf.reduce_sum(l1 * mask, axis=1), "frames": frames,
-          "mcd_sum": tf.reduce_sum(mcd * mask, axis=1)}
+  return {"mel_l1_sum": tf.reduce_sum(l1 * mask, axis=1), "frames": frames}
 
 
 __all__ = ["HiFiGANLoss", "mel_options_of", "utterance_distances"]

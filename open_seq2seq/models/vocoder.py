@@ -19,6 +19,7 @@ from open_seq2seq.losses.hifigan_loss import mel_options_of, utterance_distances
 from open_seq2seq.models.model import Model, UpdateGroup
 from open_seq2seq.models.waveform_outputs import WaveformOutputs
 from open_seq2seq.outputs import AudioSample
+from open_seq2seq.parts.audio.mel_cepstrum import mcd_frames
 
 
 class HiFiGAN(WaveformOutputs, Model):
@@ -35,8 +36,10 @@ class HiFiGAN(WaveformOutputs, Model):
 
   Eval synthesizes whole utterances from their mel frames and reports ``mel_l1`` (mean
   absolute log-mel difference over every frame and channel, the loss's spectrogram; the best
-  checkpoint is the lowest) and ``mcd`` (mel-cepstral distortion in dB over c1 .. c13 of the
-  same spectrogram; :func:`~open_seq2seq.losses.hifigan_loss.utterance_distances`). Infer
+  checkpoint is the lowest) and ``mcd``, the mel-cepstral distortion in dB of true
+  mel-cepstra c1 .. c24 (:mod:`open_seq2seq.parts.audio.mel_cepstrum`: the all-pass
+  constant of the sample rate, the data layer's STFT frames, compared frame by frame), on
+  the host from both waveforms, averaged over every frame of the pass. Infer
   writes ``<logdir>/infer_audio/<name>.wav`` per input and a CSV (name, wav path, seconds)
   to ``--infer_output_file``; ``interactive_infer`` takes a ``.wav`` (copy synthesis) or a
   ``.npy`` mel array per line and writes ``<logdir>/interactive_audio/<name>.wav``.
@@ -109,19 +112,32 @@ class HiFiGAN(WaveformOutputs, Model):
             UpdateGroup("generator", None, self.compute_loss)]
 
   def eval_outputs(self, batch: dict) -> dict:
-    """Infer: the audio. Eval: per utterance the distances of its audio to the recording
-    (not the audio: nothing else of it is needed)."""
+    """Infer: the audio. Eval: also per utterance the log-mel distances of its audio to the
+    recording (in-graph; the mel-cepstral distortion follows on the host)."""
     output = self.predict(batch)
-    if "target_tensors" not in batch:
-      return {"predictions": {k: output[k] for k in ("audio", "audio_lengths")}}
-    audio, lengths = batch["target_tensors"][:2]
-    return {"predictions": utterance_distances(audio, output["audio"],
-                                               tf.cast(lengths, tf.int32), self.mel_options)}
+    predictions = {k: output[k] for k in ("audio", "audio_lengths")}
+    if "target_tensors" in batch:
+      audio, lengths = batch["target_tensors"][:2]
+      predictions.update(utterance_distances(audio, output["audio"],
+                                             tf.cast(lengths, tf.int32), self.mel_options))
+    return {"predictions": predictions}
 
   # ------------------------------------------------------------------ numpy hooks
   @property
   def output_sample_rate(self) -> int:
     return self.features.sample_rate
+
+  def mcd_frames(self, target: np.ndarray, generated: np.ndarray) -> np.ndarray:
+    """Per frame, the mel-cepstral distortion (dB) of ``generated`` from ``target`` (two
+    waveforms of the same length) on the data layer's STFT frames."""
+    f = self.features
+    return mcd_frames(target, generated, f.sample_rate, n_fft=f.n_fft,
+                      hop_length=f.hop_length, win_length=f.win_length)
+
+  def _utterance_mcd(self, batch: dict, outputs: dict, b: int) -> np.ndarray:
+    audio, lengths = batch["target_tensors"][:2]
+    length = int(lengths[b])
+    return self.mcd_frames(audio[b, :length], outputs["audio"][b, :length])
 
   def _sample_distances(self, batch: dict, outputs: dict, b: int) -> tuple[float, float]:
     audio, lengths = batch["target_tensors"][:2]
@@ -131,7 +147,7 @@ class HiFiGAN(WaveformOutputs, Model):
                             tf.constant([length]), self.mel_options)
     frames = float(d["frames"][0])
     return (float(d["mel_l1_sum"][0]) / (frames * self.features.num_mel),
-            float(d["mcd_sum"][0]) / frames)
+            float(np.mean(self._utterance_mcd(batch, outputs, b))))
 
   def format_samples(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
                      max_samples: int = 1) -> list[str]:
@@ -154,17 +170,21 @@ class HiFiGAN(WaveformOutputs, Model):
     return items
 
   def evaluate(self, batch: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list:
-    """Per utterance: (id, (summed |log mel difference|, frames, summed MCD))."""
-    return [(int(index), (float(outputs["mel_l1_sum"][b]), int(outputs["frames"][b]),
-                          float(outputs["mcd_sum"][b])))
-            for b, index in enumerate(batch["id"])]
+    """Per utterance: (id, (summed |log mel difference|, its frames, summed MCD, MCD
+    frames))."""
+    results = []
+    for b, index in enumerate(batch["id"]):
+      mcd = self._utterance_mcd(batch, outputs, b)
+      results.append((int(index), (float(outputs["mel_l1_sum"][b]), int(outputs["frames"][b]),
+                                   float(np.sum(mcd)), len(mcd))))
+    return results
 
   def finalize_evaluation(self, results: list) -> dict[str, float]:
-    frames = sum(r[1] for _, r in results)
-    if frames <= 0:
+    frames, mcd_frames_ = sum(r[1] for _, r in results), sum(r[3] for _, r in results)
+    if frames <= 0 or mcd_frames_ <= 0:
       return {}
     return {"mel_l1": sum(r[0] for _, r in results) / (frames * self.features.num_mel),
-            "mcd": sum(r[2] for _, r in results) / frames}
+            "mcd": sum(r[2] for _, r in results) / mcd_frames_}
 
   best_metric = ("mel_l1", False)
 

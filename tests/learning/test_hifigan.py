@@ -19,10 +19,20 @@ channel) must be below
 Measured on AMD EPYC (2 cores, AVX-512), random_seed 0, 1, 2: held-out mel L1 0.815, 0.833,
 0.878 after 800 steps (0.956, 0.896, 0.894 after 400) against 2.40 untrained and an
 input-blind bound of 1.56; about 50 s for the run.py process.
+
+Copy synthesis by scripts/compare_vocoders.py, true mel-cepstral distortion (c1 .. c24,
+alpha 0.31) of the 8 held-out tones, random_seed 0: the trained generator 14.85 dB after 800
+steps (eval ``mcd`` 14.86), 15.17 dB after 1600 steps (97 s), against 25.75 dB untrained and
+13.29 dB for Griffin-Lim (50 iterations) from the same frames, although its mel L1 is half
+Griffin-Lim's (0.79-0.81 against 1.44). The test requires < 0.75 x the untrained MCD; beating
+Griffin-Lim on MCD is not reached at this size and length of training.
 """
 
+import functools
 import json
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -39,6 +49,8 @@ from tests.helpers import toy
 pytestmark = pytest.mark.slow
 
 RATE, STEPS = 8000, 800
+COMPARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "scripts", "compare_vocoders.py")
 
 CONFIG = """
 from open_seq2seq.data import VocoderDataLayer
@@ -87,15 +99,17 @@ def run(tmp_path_factory):
   assert result.returncode == 0, result.stderr[-3000:]
   with open(os.path.join(root, "logdir", "metrics.jsonl"), encoding="utf-8") as f:
     evals = [json.loads(line) for line in f if '"eval/' in line]
-  return config, evals[-1]
+  return config, evals[-1], os.path.join(root, "logdir")
 
 
+@functools.lru_cache(maxsize=1)
 def baselines(config):
-  """(untrained generator's mel L1, input-blind bound) on the held-out clips."""
+  """(untrained generator's mel L1, input-blind bound, untrained generator's MCD) on the
+  held-out clips."""
   cls, loaded = load_config(config, "eval")
   keras.utils.set_random_seed(0)  # the config's random_seed, as run.py sets it
   model = cls(loaded["eval"], "eval")
-  untrained = Evaluator(model, Backend()).evaluate(model.data_layer)["mel_l1"]
+  untrained = Evaluator(model, Backend()).evaluate(model.data_layer)
   mels = []
   for batch in model.data_layer.build_dataset():
     batch = to_numpy(batch)
@@ -105,14 +119,36 @@ def baselines(config):
     mels += [m[:n] for m, n in zip(mel.numpy(), frames.numpy())]
   frames = np.concatenate(mels)
   blind = float(np.mean(np.abs(frames - np.median(frames, axis=0))))
-  return untrained, blind
+  return untrained["mel_l1"], blind, untrained["mcd"]
 
 
 def test_held_out_mel_l1_falls_below_the_untrained_and_the_input_blind_generators(run):
-  config, metrics = run
+  config, metrics, _ = run
   assert metrics["step"] == STEPS
-  untrained, blind = baselines(config)
+  untrained, blind, _ = baselines(config)
   assert untrained > blind > 0.5, (untrained, blind)  # the task is not trivial
   assert metrics["eval/mel_l1"] < 0.5 * untrained, (metrics, untrained)
   assert metrics["eval/mel_l1"] < 0.75 * blind, (metrics, blind)
-  assert np.isfinite(metrics["eval/mcd"]), metrics
+
+
+def test_copy_synthesis_mel_cepstral_distortion_falls_well_below_the_untrained(run):
+  """scripts/compare_vocoders.py on the held-out tones (true mel-cepstra, frame by frame):
+  the trained generator's MCD is well below the untrained generator's (its eval ``mcd``,
+  measured here before training) and agrees with the run's own eval ``mcd``. Griffin-Lim's
+  MCD from the same frames is printed beside it; that this small generator beat it (issue
+  35 item 8) is open: after 800 and 1600 steps it does not (module docstring)."""
+  config, metrics, logdir = run
+  done = subprocess.run([sys.executable, COMPARE, f"--config_file={config}",
+                         f"--logdir={logdir}", "--json"], capture_output=True, text=True,
+                        timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert done.returncode == 0, done.stderr[-3000:]
+  result = json.loads(done.stdout.strip().splitlines()[-1])
+  assert result["step"] == STEPS and result["clips"] == 8, result
+  hifigan, griffin_lim = result["systems"]["HiFi-GAN"], result["systems"]["Griffin-Lim"]
+  untrained_mcd = baselines(config)[2]
+  print(f"MCD dB: HiFi-GAN {hifigan['mcd_db']:.2f}, Griffin-Lim {griffin_lim['mcd_db']:.2f}, "
+        f"untrained {untrained_mcd:.2f}; eval/mcd {metrics['eval/mcd']:.2f}")
+  assert hifigan["mcd_db"] < 0.75 * untrained_mcd, (hifigan, untrained_mcd)
+  # the script drops each clip's last frame (Griffin-Lim's length); eval keeps it
+  assert hifigan["mcd_db"] == pytest.approx(metrics["eval/mcd"], rel=0.05)
+  assert np.isfinite(griffin_lim["mcd_db"]) and griffin_lim["clips"] == 8

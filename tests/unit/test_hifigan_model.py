@@ -281,23 +281,17 @@ def test_distances_are_zero_for_the_same_audio_and_follow_their_definitions(trai
   model, _, batch = trained
   audio, lengths = batch["target_tensors"]
   same = utterance_distances(audio, audio, lengths, model.mel_options)
-  assert not same["mel_l1_sum"].numpy().any() and not same["mcd_sum"].numpy().any()
+  assert not same["mel_l1_sum"].numpy().any() and set(same) == {"mel_l1_sum", "frames"}
   fake = 0.7 * audio + 0.05 * tf.random.stateless_normal(tf.shape(audio), [1, 2])
   got = utterance_distances(audio, fake, lengths, model.mel_options)
   real_mel, frames = log_mel_spectrogram(audio, lengths, **model.mel_options)
   diff = (real_mel - log_mel_spectrogram(fake, lengths, **model.mel_options)[0]).numpy()
   frames = frames.numpy()
   np.testing.assert_array_equal(got["frames"].numpy(), frames)
-  # the orthonormal DCT-II written out: c_d = sqrt(2 / N) sum_n x_n cos(pi d (n + 1/2) / N)
-  n = np.arange(16)
-  basis = np.sqrt(2.0 / 16) * np.cos(np.pi * n[:, None] * (n[None, :] + 0.5) / 16)
-  cepstra = (diff @ basis.T)[..., 1:14]
-  per_frame = 10.0 / np.log(10.0) * np.sqrt(2.0 * np.sum(cepstra ** 2, axis=-1))
   for b, count in enumerate(frames):
     np.testing.assert_allclose(got["mel_l1_sum"].numpy()[b], np.abs(diff[b, :count]).sum(),
                                rtol=1e-5)
-    np.testing.assert_allclose(got["mcd_sum"].numpy()[b], per_frame[b, :count].sum(), rtol=1e-4)
-  assert np.all(got["mcd_sum"].numpy() / frames > 1.0)
+  assert np.all(got["mel_l1_sum"].numpy() > 0)
 
 
 def test_eval_reports_mel_l1_and_mcd_and_infer_writes_a_wav_per_input(corpus, trained):

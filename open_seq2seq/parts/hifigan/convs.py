@@ -49,6 +49,34 @@ def apply_mask(x: tf.Tensor, lengths: tf.Tensor | None) -> tf.Tensor:
   return x if mask is None else x * mask
 
 
+#: Compute dtypes whose dilated or grouped convolutions go through :func:`half_conv1d`.
+HALF_DTYPES = (tf.float16, tf.bfloat16)
+
+
+def dilated_conv1d(x: tf.Tensor, kernel: tf.Tensor, dilation: int) -> tf.Tensor:
+  """``tf.nn.conv1d(x, kernel, 1, "VALID", dilations=dilation)`` as space-to-batch, an
+  undilated convolution and batch-to-space: the same products and sums. TensorFlow's CPU
+  kernels cannot take the gradient of a dilated convolution in half precision (oneDNN's
+  cover float32, and half types only with AVX-512; Eigen's fallback refuses dilation > 1),
+  so a mixed-precision HiFi-GAN could not train on most CPUs without this."""
+  return tf.nn.with_space_to_batch(
+      x, dilation_rate=[dilation], padding="VALID",
+      op=lambda inputs, _, padding: tf.nn.conv1d(inputs, kernel, 1, padding))
+
+
+def half_conv1d(x: tf.Tensor, kernel: tf.Tensor, strides: int, dilation: int,
+                groups: int) -> tf.Tensor:
+  """A "VALID" convolution ``[B, T, in] * [k, in / groups, out]`` made of what TensorFlow's
+  CPU kernels can differentiate in half precision: Eigen's fallback has no grouped filter
+  gradient either, so each group is its own convolution (outputs concatenated in order),
+  and a dilation goes through :func:`dilated_conv1d`."""
+  inputs = tf.split(x, groups, axis=-1) if groups > 1 else [x]
+  kernels = tf.split(kernel, groups, axis=-1) if groups > 1 else [kernel]
+  outputs = [dilated_conv1d(i, k, dilation) if dilation > 1 else
+             tf.nn.conv1d(i, k, strides, "VALID") for i, k in zip(inputs, kernels)]
+  return tf.concat(outputs, axis=-1) if groups > 1 else outputs[0]
+
+
 def check_normalization(normalization: str | None, where: str) -> None:
   """Raises a ConfigError naming ``where`` unless ``normalization`` is a known one."""
   if normalization not in NORMALIZATIONS:
@@ -170,7 +198,10 @@ class HiFiConv1D(_NormalizedKernel):
            training: bool | None = None) -> tf.Tensor:
     x = tf.pad(apply_mask(x, lengths), [[0, 0], list(self.padding), [0, 0]])
     kernel = tf.cast(self.kernel(training), x.dtype)
-    y = tf.nn.conv1d(x, kernel, self.strides, "VALID", dilations=self.dilation)
+    if x.dtype in HALF_DTYPES and (self.dilation > 1 or self.groups > 1):
+      y = half_conv1d(x, kernel, self.strides, self.dilation, self.groups)
+    else:
+      y = tf.nn.conv1d(x, kernel, self.strides, "VALID", dilations=self.dilation)
     return self._finish(y)
 
 
