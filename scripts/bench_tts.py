@@ -1,9 +1,11 @@
 #!/usr/bin/env python
 """Speech-synthesis speed: Tacotron 2 training frames/s and the real-time factor of inference
-(free-running decoder + Griffin-Lim), float32 vs mixed bfloat16. Prints markdown tables.
+(free-running decoder + Griffin-Lim), float32 vs mixed bfloat16, beside the real-time factor
+of the vocoders (HiFi-GAN, WaveNet). Prints markdown tables.
 
-    python scripts/bench_tts.py                      # every row (~4 minutes on 2 cores)
+    python scripts/bench_tts.py                      # every row (~11 minutes on 2 cores)
     python scripts/bench_tts.py --rows train_fp32,rtf_fp32 --logdir runs/tacotron-synthetic-small
+    python scripts/bench_tts.py --rows hifigan_fp32,hifigan_v1_fp32,wavenet_fp32
 
 The model is example_configs/text2speech/tacotron-synthetic-small.py (482k parameters, 40
 mels, 3 frames per decoder step, 16 kHz, hop 256) on the synthetic espeak-ng corpus
@@ -18,6 +20,17 @@ mels, 3 frames per decoder step, 16 kHz, hop 256) on the synthetic espeak-ng cor
   switched off (``stop_threshold`` 2): the decoder runs to its length limit, which costs per
   frame what a trained one costs (the figure is per second of audio), but the audio is noise.
   With ``--logdir`` of a trained run its newest checkpoint is restored.
+* vocoder rows (random weights: the cost of a forward pass does not depend on them), each in
+  its own process, the infer-mode model turning the mel frames of the test recordings into a
+  waveform (its ``predict``, a ``tf.function``):
+
+  - ``hifigan_*``: the generator of hifigan-synthetic-small.py (V3's layout at a quarter of
+    its channels, 16 kHz, hop 256: the audio keys of the Tacotron above), one batch of 16;
+  - ``hifigan_v1_*``: the generator of hifigan_v1.py (V1 at the paper's size, 13.9 M
+    parameters, 22.05 kHz, 80 mels) on the same recordings, one batch of 16;
+  - ``wavenet_*``: wavenet_float.py (OpenSeq2Seq's published size, 22.05 kHz), autoregressive
+    sampling of the first ``--wavenet_seconds`` (0.25 s) of one recording: one sample per
+    step, so its RTF does not depend on the clip's length.
 
 No assertion: read the tables, and compare rows of one run only.
 """
@@ -35,11 +48,17 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-CONFIG = os.path.join(ROOT, "example_configs", "text2speech", "tacotron-synthetic-small.py")
+CONFIG_DIR = os.path.join(ROOT, "example_configs", "text2speech")
+CONFIG = os.path.join(CONFIG_DIR, "tacotron-synthetic-small.py")
 DTYPES = {"fp32": "float32", "bf16": "mixed_bfloat16"}
-ROWS = [f"{kind}_{d}" for kind in ("train", "rtf") for d in DTYPES]
+#: vocoder row prefix: (config file, what the row measures)
+VOCODERS = {"hifigan": ("hifigan-synthetic-small.py", "HiFi-GAN V3/4 generator"),
+            "hifigan_v1": ("hifigan_v1.py", "HiFi-GAN V1 generator"),
+            "wavenet": ("wavenet_float.py", "WaveNet sampling")}
+ROWS = [f"{kind}_{d}" for kind in ("train", "rtf", *VOCODERS) for d in DTYPES]
 GL_ITERS = 60
 REPEATS = 3
+VOCODER_BATCH = 16
 
 
 def corpus(directory: str) -> str:
@@ -74,6 +93,15 @@ def train_row(dtype: str, data: str, args: argparse.Namespace) -> dict:
 def rtf_row(dtype: str, data: str, args: argparse.Namespace) -> dict:
   cmd = [sys.executable, os.path.abspath(__file__), "--measure_rtf", dtype,
          f"--workdir={args.workdir}"] + ([f"--logdir={args.logdir}"] if args.logdir else [])
+  out = subprocess.run(cmd, capture_output=True, text=True, env=_env(data))
+  if out.returncode != 0:
+    raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
+  return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def vocoder_row(kind: str, dtype: str, data: str, args: argparse.Namespace) -> dict:
+  cmd = [sys.executable, os.path.abspath(__file__), "--measure_vocoder", f"{kind}:{dtype}",
+         f"--data={data}", f"--wavenet_seconds={args.wavenet_seconds}"]
   out = subprocess.run(cmd, capture_output=True, text=True, env=_env(data))
   if out.returncode != 0:
     raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
@@ -117,6 +145,41 @@ def measure_rtf(dtype: str, logdir: str | None) -> dict:
           "rtf": (decode_s + vocode_s) / audio}
 
 
+def measure_vocoder(kind: str, dtype: str, data: str, wavenet_seconds: float) -> dict:
+  """In this process: a vocoder's seconds of compute per second of audio (median), random
+  weights, on the mel frames of ``data``'s test recordings."""
+  import numpy as np
+  import tensorflow as tf
+  from open_seq2seq.config import load_config
+  from open_seq2seq.distributed.backend import Backend
+  from open_seq2seq.training.evaluator import Evaluator
+  overrides = [f"--dtype={dtype}", f"--data_layer_params/dataset_location={data}",
+               f"--data_layer_params/dataset_files=['{os.path.join(data, 'test.csv')}']",
+               f"--eval_batch_size_per_gpu={1 if kind == 'wavenet' else VOCODER_BATCH}"]
+  base_model, configs = load_config(os.path.join(CONFIG_DIR, VOCODERS[kind][0]), "infer",
+                                    overrides)
+  model = base_model(configs["infer"], "infer")
+  evaluator = Evaluator(model, Backend())
+  batch = next(iter(model.data_layer.build_dataset()))
+  if kind == "wavenet":  # sampling is one step per sample: a short clip says it all
+    mel, lengths = batch["source_tensors"]
+    frames = max(1, round(wavenet_seconds * model.description.sample_rate /
+                          model.description.hop_length))
+    batch = dict(batch, source_tensors=(mel[:, :frames], tf.minimum(lengths, frames)))
+  evaluator.ensure_variables(batch)
+  repeats = 2 if kind == "wavenet" else REPEATS
+  times = []
+  for _ in range(repeats + 1):  # the first run traces
+    start = time.perf_counter()
+    out = evaluator.predict(batch)
+    times.append(time.perf_counter() - start)
+  audio = int(np.sum(out["audio_lengths"])) / model.output_sample_rate
+  parameters = sum(int(np.prod(v.shape)) for v in model.encoder.trainable_variables)
+  return {"clips": int(len(out["audio_lengths"])), "audio_s": audio, "parameters": parameters,
+          "sample_rate": model.output_sample_rate, "repeats": repeats,
+          "rtf": float(np.median(times[1:])) / audio}
+
+
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--rows", default=",".join(ROWS), help="Comma-separated rows: " +
@@ -126,13 +189,22 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--logdir", help="A trained run to restore for the rtf rows.")
   parser.add_argument("--data", default=os.path.join(ROOT, "data", "synth_tts"))
   parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "bench_tts"))
+  parser.add_argument("--wavenet_seconds", type=float, default=0.25,
+                      help="Audio the wavenet rows sample (from the start of one recording).")
   parser.add_argument("--measure_rtf", choices=sorted(DTYPES.values()), help=argparse.SUPPRESS)
+  parser.add_argument("--measure_vocoder", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
+  if args.wavenet_seconds <= 0:
+    parser.error(f"--wavenet_seconds must be positive, got {args.wavenet_seconds}")
   # the synthetic corpus and the rtf rows import TensorFlow
   from open_seq2seq.utils.quiet_start import start_script_quietly
   start_script_quietly()
   if args.measure_rtf:
     print(json.dumps(measure_rtf(args.measure_rtf, args.logdir)))
+    return 0
+  if args.measure_vocoder:
+    kind, dtype = args.measure_vocoder.split(":")
+    print(json.dumps(measure_vocoder(kind, dtype, args.data, args.wavenet_seconds)))
     return 0
   names = [n for n in args.rows.split(",") if n]
   unknown = [n for n in names if n not in ROWS]
@@ -140,8 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.error(f"unknown rows {unknown}; choose from {', '.join(ROWS)}")
   os.makedirs(args.workdir, exist_ok=True)
   data = corpus(args.data)
-  train = {n: train_row(DTYPES[n.split("_")[1]], data, args) for n in names if "train" in n}
-  rtf = {n: rtf_row(DTYPES[n.split("_")[1]], data, args) for n in names if "rtf" in n}
+  train = {n: train_row(DTYPES[n.split("_")[1]], data, args) for n in names
+           if n.startswith("train_")}
+  rtf = {n: rtf_row(DTYPES[n.split("_")[1]], data, args) for n in names
+         if n.startswith("rtf_")}
+  vocoders = {n: vocoder_row(n.rsplit("_", 1)[0], DTYPES[n.rsplit("_", 1)[1]], data, args)
+              for n in names if n.rsplit("_", 1)[0] in VOCODERS}
   if train:
     base = train.get("train_fp32")
     print("\n| training | frames/s | s of audio/s | s/step | vs fp32 | peak MB |")
@@ -161,6 +237,19 @@ def main(argv: list[str] | None = None) -> int:
     weights = f"restored from {args.logdir}" if args.logdir else "random weights"
     print(f"\nOne batch of {next(iter(rtf.values()))['sentences']} test sentences, {weights}; "
           f"Griffin-Lim {GL_ITERS} iterations; medians of {REPEATS} after a warm-up.")
+  if vocoders:
+    print("\n| vocoder (mel -> waveform) | parameters | dtype | clips | audio s | RTF | "
+          "x real time |")
+    print("|---|---:|---|---:|---:|---:|---:|")
+    for name, r in vocoders.items():
+      kind, dtype = name.rsplit("_", 1)
+      label = f"{VOCODERS[kind][1]} ({VOCODERS[kind][0]}, {r['sample_rate'] / 1000:g} kHz)"
+      print(f"| {label} | {r['parameters']:,} | {DTYPES[dtype]} | {r['clips']} | "
+            f"{r['audio_s']:.2f} | {r['rtf']:.4g} | {1 / r['rtf']:.2f} |")
+    print(f"\nRandom weights; the test recordings' mel frames, HiFi-GAN one batch of up to "
+          f"{VOCODER_BATCH} (median of {REPEATS} after a warm-up), WaveNet the first "
+          f"{args.wavenet_seconds:g} s of one (median of 2 after a warm-up). RTF: seconds of "
+          f"compute per second of audio.")
   return 0
 
 
