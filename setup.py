@@ -38,10 +38,14 @@ setup(
         "lm": ["kenlm"],
         "plots": ["matplotlib"],  # scripts/plot_run.py: training curves as a PNG
         "psf": ["python_speech_features"],  # speech data_layer_params/backend: "psf" (MIT)
+        "tts": ["librosa==0.11.*"],  # FastPitch's frame pitch (pYIN / YIN)
+        # scripts/intelligibility.py: an independent recognizer (PocketSphinx 5, BSD; its
+        # wheel ships the US English acoustic model, dictionary and LM, so it runs offline)
+        "tts-eval": ["pocketsphinx>=5,<6"],
         # kenlm builds from source (~2 min)
         # ctranslate2: --export_format=ctranslate2 (tests/*/test_ctranslate2_export.py)
         "test": ["pytest", "pytest-xdist", "librosa==0.11.*", "jiwer", "kenlm", "rdata>=1.1",
-                 "matplotlib", "python_speech_features", "ctranslate2"],
+                 "matplotlib", "python_speech_features", "ctranslate2", "pocketsphinx>=5,<6"],
     },
     entry_points={"console_scripts": ["open-seq2seq=open_seq2seq.process_defaults:main"]},
 )

@@ -4,6 +4,7 @@ from open_seq2seq.decoders.centaur_decoder import CentaurDecoder
 from open_seq2seq.decoders.convs2s_decoder import ConvS2SDecoder
 from open_seq2seq.decoders.decoder import Decoder
 from open_seq2seq.decoders.fake_decoder import FakeDecoder
+from open_seq2seq.decoders.fastpitch_decoder import FastPitchDecoder
 from open_seq2seq.decoders.fc_classifier import FullyConnectedDecoder
 from open_seq2seq.decoders.fc_decoders import FullyConnectedCTCDecoder, FullyConnectedSCDecoder
 from open_seq2seq.decoders.jca_decoder import JointCTCAttentionDecoder
@@ -18,4 +19,5 @@ __all__ = ["Decoder", "TransformerDecoder", "FullyConnectedCTCDecoder",
            "FullyConnectedDecoder", "FullyConnectedSCDecoder", "FakeDecoder", "ConvS2SDecoder",
            "RNNDecoderWithAttention", "BeamSearchRNNDecoderWithAttention",
            "Tacotron2Decoder", "CentaurDecoder",
-           "ListenAttendSpellDecoder", "JointCTCAttentionDecoder", "TransducerDecoder"]
+           "ListenAttendSpellDecoder", "JointCTCAttentionDecoder", "TransducerDecoder",
+           "FastPitchDecoder"]

@@ -6,6 +6,7 @@ from open_seq2seq.encoders.conformer_encoder import ConformerEncoder
 from open_seq2seq.encoders.convs2s_encoder import ConvS2SEncoder
 from open_seq2seq.encoders.ds2_encoder import DeepSpeech2Encoder
 from open_seq2seq.encoders.encoder import Encoder
+from open_seq2seq.encoders.fastpitch_encoder import FastPitchEncoder
 from open_seq2seq.encoders.hifigan_encoder import HiFiGANEncoder
 from open_seq2seq.encoders.las_encoder import ListenAttendSpellEncoder
 from open_seq2seq.encoders.lm_encoders import LMEncoder
@@ -22,4 +23,5 @@ __all__ = ["Encoder", "TransformerEncoder", "DeepSpeech2Encoder", "TDNNEncoder",
            "CNNEncoder", "LMEncoder", "UnidirectionalRNNEncoderWithEmbedding",
            "BidirectionalRNNEncoderWithEmbedding", "GNMTLikeEncoderWithEmbedding", "ConvS2SEncoder",
            "Tacotron2Encoder", "WavenetEncoder", "CentaurEncoder",
-           "ListenAttendSpellEncoder", "ConformerEncoder", "HiFiGANEncoder"]
+           "ListenAttendSpellEncoder", "ConformerEncoder", "HiFiGANEncoder",
+           "FastPitchEncoder"]

@@ -1,6 +1,7 @@
 """Losses."""
 
 from open_seq2seq.losses.ctc_loss import CTCLoss
+from open_seq2seq.losses.fastpitch_loss import FastPitchLoss
 from open_seq2seq.losses.hifigan_loss import HiFiGANLoss
 from open_seq2seq.losses.jca_loss import MultiTaskCTCEntropyLoss
 from open_seq2seq.losses.loss import Loss
@@ -13,4 +14,5 @@ from open_seq2seq.losses.wavenet_loss import WavenetLoss
 
 __all__ = ["Loss", "CTCLoss", "BasicSequenceLoss", "BasicSampledSequenceLoss", "CrossEntropyLoss",
            "PaddedCrossEntropyLossWithSmoothing", "Text2SpeechLoss", "TacotronLoss", "WavenetLoss",
-           "MultiTaskCTCEntropyLoss", "RNNTLoss", "rnnt_loss", "HiFiGANLoss"]
+           "MultiTaskCTCEntropyLoss", "RNNTLoss", "rnnt_loss", "HiFiGANLoss",
+           "FastPitchLoss"]

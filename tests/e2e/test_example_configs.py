@@ -49,8 +49,8 @@ import pytest
 
 from open_seq2seq.config import load_config, load_config_module
 from open_seq2seq.distributed.horovod_backend import ignored_devices_notice
-from tests.helpers import (config_sizes, hifigan, image, lm, speech, speech_commands, toy, tts,
-                           warm_cli, wavenet)
+from tests.helpers import (config_sizes, fastpitch, hifigan, image, lm, speech, speech_commands,
+                           toy, tts, warm_cli, wavenet)
 
 pytestmark = pytest.mark.slow
 
@@ -70,6 +70,7 @@ DATA: dict[str, Callable[[str], tuple[list[str], int]]] = {
     "HiFiGAN": hifigan.example_config_overrides,
     # a data layer whose data differs from its family's: looked up before the model
     "SpeechCommandsDataLayer": speech_commands.example_config_overrides,
+    "FastPitchDataLayer": fastpitch.example_config_overrides,
 }
 
 STEPS = 2
@@ -79,6 +80,8 @@ PUBLISHED_SIZES = {"jasper10x5_LibriSpeech_nvgrad.py": 333e6,
                    # Gulati et al. 2020, Table 1: Conformer (M)
                    "conformer_transducer_medium_8gpus_mp.py": 30.7e6,
                    "quartznet15x5_LibriSpeech.py": 18.9e6,
+                   # NeMo's FastPitch with its aligner (fastpitch_align_v1.05): ~45 M
+                   "fastpitch_ljspeech.py": 45e6,
                    "resnet-50-v1.py": 25.6e6, "resnet-50-v1-mp.py": 25.6e6,
                    "resnet-50-v2.py": 25.6e6, "resnet-50-v2-mp.py": 25.6e6}
 #: Infer (a fresh process that restores the checkpoint and traces the model again) runs for

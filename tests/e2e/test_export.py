@@ -152,3 +152,44 @@ def test_speech_synthesis_export_speaks_what_interactive_infer_speaks(tmp_path):
     # both files hold 16-bit samples, and 60 Griffin-Lim rounds amplify float32 rounding
     # (graph vs eager): equal within 16 steps of 16 bits (-66 dB); measured ~3 steps
     assert np.max(np.abs(audio - expected)) < 16 / 32768
+
+
+def test_fastpitch_export_speaks_what_interactive_infer_speaks(tmp_path):
+  """FastPitch: text in, waveform out through the same serving adapter as Tacotron; the
+  served audio has interactive_infer's length and samples, and pace 2.0 at export time
+  halves it (the model keys reach the exported graph)."""
+  import numpy as np
+  import soundfile
+  from tests.helpers import fastpitch, tts
+  overrides, _ = fastpitch.example_config_overrides(str(tmp_path / "data"))
+  config = os.path.join(tts.CONFIG_DIR, "fastpitch-synthetic-small.py")
+  common = [f"--config_file={config}", f"--logdir={tmp_path / 'run'}", *overrides]
+  train = toy.run_cli(common + ["--mode=train", "--max_steps=3", "--eval_steps=None",
+                                "--print_samples_steps=None"])
+  assert train.returncode == 0, train.stderr[-3000:]
+  sentence = "Two  words"
+  heard = toy.run_cli(common + ["--mode=interactive_infer"], stdin=sentence + "\n")
+  assert heard.returncode == 0, heard.stderr[-3000:]
+  wav = [line.split(" (")[0] for line in heard.stdout.splitlines() if ".wav (" in line][0]
+  inputs = tmp_path / "inputs.txt"
+  inputs.write_text(sentence + "\n")
+  lengths = {}
+  for pace in ("1.0", "2.0"):
+    exported = tmp_path / f"exported-{pace}"
+    export = toy.run_cli(common + ["--mode=export", f"--export_dir={exported}",
+                                   f"--pace={pace}"])
+    assert export.returncode == 0, export.stderr[-3000:]
+    served = tmp_path / f"served-{pace}"
+    run_export_script(str(exported), str(inputs), str(tmp_path / f"out-{pace}.jsonl"), "--json",
+                      "--output_dir", str(served))
+    row = json.loads((tmp_path / f"out-{pace}.jsonl").read_text().splitlines()[0])
+    audio, _ = soundfile.read(row["audio"], dtype="float32")
+    lengths[pace] = row["spectrogram_length"]
+    assert len(audio) == row["audio_length"] > 0
+    if pace == "1.0":
+      expected, _ = soundfile.read(wav, dtype="float32")
+      assert len(audio) == len(expected)
+      assert np.max(np.abs(audio - expected)) < 16 / 32768  # as Tacotron's, above
+  # rounding per symbol: half of the frames, give or take one per symbol
+  assert abs(lengths["2.0"] - lengths["1.0"] / 2) <= len(sentence) + 2, lengths
+  assert lengths["2.0"] < lengths["1.0"]

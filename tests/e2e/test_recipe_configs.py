@@ -65,6 +65,7 @@ class Case:
   after: str | None = None  # a config whose run in the same work directory this one reads
   expect: str | None = None  # a pattern the run's output must hold
   mode: str = "train_eval"  # "train" where the eval would cost more than the rest (say why)
+  overrides: tuple[str, ...] = ()  # run.py overrides where the recipe's run costs minutes (why)
 
 
 #: Every config (relative to example_configs/) that runs here on its recipe's data.
@@ -79,6 +80,15 @@ CASES: dict[str, Case] = {
     "speech2text/quartznet_synthetic.py": Case(("data/synthetic_speech",)),
     "speech2text/w2l_toy_synthetic.py": Case(("data/synthetic_speech",)),
     "text2speech/centaur-synthetic-small.py": Case(("data/synth_tts",)),
+    # The first run computes the frame pitch of every training prompt, then caches it: with
+    # the config's pYIN that is ~0.1 s per second of audio, 2-3 minutes for the 24-minute
+    # corpus on 2 cores; YIN (same cache, statistics and batches) takes seconds. Train only:
+    # the eval of these components on recipe data runs for fastpitch-synthetic-small, and the
+    # forward-sum of Asterisk's longest prompt (71 s) has a unit test of its own.
+    "text2speech/fastpitch-asterisk-small.py": Case(
+        ("data/asterisk",), mode="train", overrides=("--data_layer_params/pitch_method=yin",)),
+    "text2speech/hifigan-asterisk-small.py": Case(("data/asterisk",)),
+    "text2speech/fastpitch-synthetic-small.py": Case(("data/synth_tts",)),
     "text2speech/hifigan-synthetic-small.py": Case(("data/synth_tts",)),
     # Train only: its eval free-runs the untrained Tacotron to its length limit (8 frames per
     # symbol) on the 20 validation prompts, 25-30 s of CPU against 6-8 s for the rest of the
@@ -218,7 +228,8 @@ class Runs:
     assert logdir and not os.path.isabs(logdir), f"{config}: logdir {logdir!r} (relative expected)"
     env = toy.single_process_env(drop=environment_variables(config))
     env.update(dict(case.env), PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
-    args = [f"--config_file={path}", f"--mode={case.mode}", f"--max_steps={STEPS}"]
+    args = [f"--config_file={path}", f"--mode={case.mode}", f"--max_steps={STEPS}",
+            *case.overrides]
     if case.mode == "train_eval":
       args.append(f"--eval_batches={EVAL_BATCHES}")
     start = time.monotonic()
