@@ -22,6 +22,8 @@ the table gives the median of the rounds and every round's figure.
 
     python scripts/benchmark_scaling.py [--model toy] [--replicas 2] [--steps 40] [--batch 32]
     python scripts/benchmark_scaling.py --model bible --steps 10 --warmup 3 --repeat 3
+    python scripts/benchmark_scaling.py --model bible --balanced_workers \\
+        --backends multi-worker,horovod --steps 30 --warmup 5 --repeat 3
     python scripts/benchmark_scaling.py --model bible --backends multi-worker \\
         --multi_worker_variant pack16:OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB=16 \\
         --multi_worker_variant bf16:--allreduce_dtype=bfloat16
@@ -63,11 +65,12 @@ def run_args(data: str | None, args: argparse.Namespace, scale: int = 1) -> list
   ``scale`` multiplies the batch (one device doing the work of ``scale`` replicas)."""
   files = {"src_vocab_file": "vocab/source.txt", "tgt_vocab_file": "vocab/target.txt",
            "source_file": "train/source.txt", "target_file": "train/target.txt"}
+  balanced = ["--data_layer_params/balanced_workers=True"] if args.balanced_workers else []
   return [os.path.join(ROOT, "run.py"), f"--config_file={CONFIGS[args.model]}", "--mode=train",
           "--benchmark", f"--bench_steps={args.steps}", f"--bench_start={args.warmup}",
           f"--batch_size_per_gpu={scale * batch_size(args)}",
           "--print_loss_steps=None", "--print_samples_steps=None",
-          "--save_summaries_steps=None",
+          "--save_summaries_steps=None", *balanced,
           *[f"--data_layer_params/{key}={os.path.join(data, rel)}"
             for key, rel in (files.items() if data else [])]]
 
@@ -151,6 +154,10 @@ def main() -> int:
   parser.add_argument("--mpi_arg", action="append", default=[],
                       help="An extra mpiexec argument for the Horovod runs (repeatable), e.g. "
                            "--mpi_arg=--mca --mpi_arg=mpi_yield_when_idle --mpi_arg=1.")
+  parser.add_argument("--balanced_workers", action="store_true",
+                      help="Every run with data_layer_params/balanced_workers=True: the "
+                           "workers of a step share one bucketed global batch "
+                           "(open_seq2seq/data/global_batches.py).")
   parser.add_argument("--multi_worker_variant", action="append", default=[],
                       metavar="NAME:KEY=VALUE[,KEY=VALUE]",
                       help="One more multi-worker row, run with these environment variables "
@@ -222,7 +229,8 @@ def main() -> int:
   baseline = results[0][2]["tokens"] if results[0][2] else None
   print(f"\n{args.model} Transformer ({os.path.relpath(CONFIGS[args.model], ROOT)}), "
         f"batch_size_per_gpu={batch_size(args)}, {args.steps} steps "
-        f"({args.warmup} warm-up), {len(cores)} cores, median of {args.repeat} rounds\n")
+        f"({args.warmup} warm-up), {len(cores)} cores, median of {args.repeat} rounds"
+        f"{', balanced workers' if args.balanced_workers else ''}\n")
   print("| backend | replicas | processes | tokens/s | tokens/s per round | "
         "peak memory (MB, chief) | scaling efficiency |")
   print("|---|---|---|---:|---|---:|---:|")

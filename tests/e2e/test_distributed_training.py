@@ -112,6 +112,42 @@ def test_training_matches_one_process_with_the_same_global_batch(setup, referenc
   assert result.stdout.count("Finished training") == 1  # only the chief logs
 
 
+#: Balanced workers on shuffled, bucketed data: the sharded pipeline would give each worker
+#: its own order and buckets, so only the shared global batches match one process.
+BALANCED = ["--data_layer_params/balanced_workers=True", "--data_layer_params/shuffle=True",
+            "--data_layer_params/bucket_width=3"]
+
+
+@pytest.fixture(scope="module")
+def balanced_reference(setup):
+  root, config = setup
+  logdir = str(root / "single-balanced")
+  result = _check(h.run("single", _args(config, logdir, "train", "--batch_size_per_gpu=16",
+                                        *BALANCED)))
+  return logdir, result.stdout
+
+
+@pytest.mark.parametrize("backend", _params("multi_worker", "horovod"))
+def test_balanced_workers_train_shuffled_buckets_as_one_process_does(setup, balanced_reference,
+                                                                     backend, tmp_path):
+  logdir, result = _train_two_replicas(setup, backend, tmp_path, *BALANCED)
+  assert _loss_lines(result.stdout) == _loss_lines(balanced_reference[1])
+  assert h.max_difference(h.weights(logdir), h.weights(balanced_reference[0])) < WEIGHT_TOLERANCE
+
+
+def test_a_balanced_run_resumed_mid_epoch_trains_as_a_straight_one(setup, balanced_reference,
+                                                                   tmp_path):
+  """One process restores the balanced pipeline's iterator from the checkpoint of step 1."""
+  _, config = setup
+  logdir = str(tmp_path / "resumed")
+  common = ["--batch_size_per_gpu=16", *BALANCED]
+  _check(h.run("single", _args(config, logdir, "train", "--max_steps=1", *common)))
+  resumed = _check(h.run("single", _args(config, logdir, "train", "--continue_learning",
+                                         "--max_steps=3", *common)))
+  assert "at step 1" in resumed.stdout
+  assert h.max_difference(h.weights(logdir), h.weights(balanced_reference[0])) < WEIGHT_TOLERANCE
+
+
 @pytest.fixture(scope="module")
 def sgd_reference(setup):
   """The reference run with SGD: its update is linear in the gradients, so a rounding of the

@@ -12,7 +12,7 @@ import benchmark_scaling  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _args(**overrides):
-  values = dict(model="toy", steps=12, warmup=3, batch=None)
+  values = dict(model="toy", steps=12, warmup=3, batch=None, balanced_workers=False)
   values.update(overrides)
   return argparse.Namespace(**values)
 
@@ -56,3 +56,9 @@ def test_multi_worker_variants_name_their_environment():
       benchmark_scaling.parse_variant(bad)
   env = benchmark_scaling.environment(1, {"OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB": "16"})
   assert env["OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB"] == "16" and env["TF_NUM_INTRAOP_THREADS"] == "1"
+
+
+def test_balanced_workers_reach_every_run_only_when_asked():
+  flag = "--data_layer_params/balanced_workers=True"
+  assert flag in benchmark_scaling.run_args(None, _args(model="bible", balanced_workers=True))
+  assert flag not in benchmark_scaling.run_args(None, _args(model="bible"))

@@ -8,7 +8,7 @@ from typing import Any, Iterable
 import numpy as np
 import tensorflow as tf
 
-from open_seq2seq.data import transforms
+from open_seq2seq.data import global_batches, transforms
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.data.description import TextDescription
 from open_seq2seq.data.text2text.sentencepiece_model import SentencePieceVocab
@@ -66,8 +66,8 @@ class ParallelTextDataLayer(DataLayer):
   deterministic pass (``repeat`` and ``shuffle`` are ignored). ``max_length`` filters pairs
   in train and eval (an eval pass then skips long pairs: set it to None to score every line)
   but never in infer. Workers read disjoint shards: worker k keeps the lines whose index
-  modulo the number of workers is k; a worker's shard may be empty.
-
+  modulo the number of workers is k; a worker's shard may be empty (``balanced_workers``:
+  training shares global batches instead, :mod:`~open_seq2seq.data.global_batches`).
   Throughput is counted in real (non-padding) source + target tokens.
 
   **SentencePiece.** With ``src_sentencepiece_model`` (``tgt_sentencepiece_model``) that
@@ -130,6 +130,7 @@ class ParallelTextDataLayer(DataLayer):
       "map_parallel_calls": Param((int, None), None, "Parallel map calls (None: autotune)."),
       "prefetch_buffer_size": Param((int, None), None, "Batches prefetched (None: autotune)."),
       "shuffle_buffer_size": Param(int, -1, "Shuffle buffer in examples (-1: the whole shard)."),
+      global_batches.KEY: global_batches.PARAM,
   }
 
   def __init__(self, params: dict[str, Any], mode: str = "train", batch_size: int = 32,
@@ -142,6 +143,7 @@ class ParallelTextDataLayer(DataLayer):
     if p["max_length"] is not None and p["max_length"] < 2:
       raise ConfigError(f"data_layer_params/max_length: must be at least 2 (a token and EOS), "
                         f"got {p['max_length']}")
+    global_batches.check(p, mode, num_workers, random_seed)
     self._use_targets = p["use_targets"] and not self.inference
     if self._use_targets and p["target_file"] is None:
       raise ConfigError(f"data_layer_params/target_file: required in {mode} mode (or set "
@@ -309,14 +311,15 @@ class ParallelTextDataLayer(DataLayer):
       return None
     return self._target_lines[int(example_id)]
 
-  def _examples(self, source: _Side, target: _Side | None) -> tf.data.Dataset:
-    """Unbatched dict elements ``source``/``source_length``/(``target``...)/``id``."""
+  def _examples(self, source: _Side, target: _Side | None, table: bool = False):
+    """Unbatched dict elements ``source``/``source_length``/(``target``...)/``id`` (``table``:
+    the columns they are sliced from)."""
     features = {"source": source.ragged(), "source_length": source.lengths,
                 "id": np.arange(len(source.lengths), dtype=np.int64)}
     if target is not None:
       features["target"] = target.ragged()
       features["target_length"] = target.lengths
-    return transforms.slices(features, self.params["map_parallel_calls"])
+    return features if table else transforms.slices(features, self.params["map_parallel_calls"])
 
   def _batching(self, longest: int) -> transforms.Batching:
     """How the pipeline batches elements at most ``longest`` ids long."""
@@ -333,6 +336,9 @@ class ParallelTextDataLayer(DataLayer):
   def build_dataset(self) -> tf.data.Dataset:
     self._check_corpus()
     p = self.params
+    if global_batches.enabled(p, self.mode):  # every worker's share of the same global batch
+      return global_batches.for_layer(self, np.flatnonzero(self._fits), self._batching(
+          self._longest), self._examples(self._source, self._target, table=True))
     dataset = self._examples(self._source, self._target)
     common = dict(num_shards=self.num_workers, shard_index=self.worker_id,
                   max_length=self._max_length, prefetch_buffer_size=p["prefetch_buffer_size"])
@@ -347,7 +353,10 @@ class ParallelTextDataLayer(DataLayer):
                                         **common)
 
   def batches_per_epoch(self) -> int:
-    """Batches of one pass over this worker's shard, from the pipeline's bucket sizes."""
+    """Batches of one pass over this worker's shard (balanced: over the global batches)."""
+    if global_batches.enabled(self.params, self.mode):
+      return global_batches.count_steps(self._lengths[self._fits], self._batching(
+          self._longest), self.num_workers, self.params["repeat"])
     return self._batching(self._longest).count_batches(self._lengths[self._kept])
 
   @property
