@@ -9,7 +9,7 @@
   collective is also bounded by ``OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT`` seconds (default 1800), so
   the job stops with :class:`open_seq2seq.errors.WorkerLostError` instead of hanging.
   ``OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB`` splits the gradients' all-reduce into packs of that many
-  MB, which overlap the backward pass (default: one pack). Inference outputs reach the chief
+  MB (default: 4 MB packs for the ring, one pack for NCCL). Inference outputs reach the chief
   alone through the coordination service's key-value store (:mod:`.coordination`).
 
 Variables are created under the strategy's scope; the multi-worker strategy broadcasts their
@@ -40,12 +40,13 @@ TIMEOUT_VAR = "OPEN_SEQ2SEQ_COLLECTIVE_TIMEOUT"
 DEFAULT_COLLECTIVE_TIMEOUT = 1800.0
 
 PACK_VAR = "OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB"
-#: Gradients are all-reduced in packs of about this many MB, in the reverse order of the
-#: variables (the order the backward pass produces them), so a pack's all-reduce runs while
-#: the backward pass computes the next; 0 puts every gradient into one pack, which waits for
-#: the whole backward pass (TensorFlow's default). On 2 CPU workers of the Bible Transformer
-#: 32 MB packs measured the same as one pack (docs/benchmarks.md); the overlap is for GPUs.
-DEFAULT_PACK_MB = 0.0
+#: Gradients are all-reduced in packs of about this many MB (by collective implementation),
+#: in the reverse order of the variables (the order the backward pass produces them). The
+#: ring (CPU, over gRPC) moves large messages slowly: on 2 workers of one host, the Bible
+#: Transformer's 90 MB took 3x as long in one pack as in 4 MB packs (docs/benchmarks.md,
+#: scripts/benchmark_allreduce.py). NCCL keeps TensorFlow's default, one pack for everything
+#: (never measured here). 0 means one pack.
+DEFAULT_PACK_MB = {"ring": 4.0, "nccl": 0.0}
 
 #: Where cross-replica sums land (as ``strategy.reduce`` does outside any device scope).
 _HOST = "/device:CPU:0"
@@ -55,12 +56,12 @@ _LOST_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError
                      tf.errors.CancelledError, tf.errors.AbortedError)
 
 
-def pack_bytes() -> int:
-  """The all-reduce pack size of a multi-worker job, in bytes (``OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB``,
-  else :data:`DEFAULT_PACK_MB`)."""
+def pack_bytes(implementation: str = "ring") -> int:
+  """The all-reduce pack size of a multi-worker job, in bytes: ``OPEN_SEQ2SEQ_ALLREDUCE_PACK_MB``,
+  else the default of the collective ``implementation`` ("ring" or "nccl")."""
   text = os.environ.get(PACK_VAR)
   if text is None:
-    return int(DEFAULT_PACK_MB * 2**20)
+    return int(DEFAULT_PACK_MB[implementation] * 2**20)
   try:
     megabytes = float(text)
   except ValueError:
@@ -223,11 +224,13 @@ class MultiWorkerBackend(StrategyBackend):
     _bind_local_gpus(info, per_worker)
     timeout = timeout or float(os.environ.get(TIMEOUT_VAR, DEFAULT_COLLECTIVE_TIMEOUT))
     self._timeout = timeout
+    implementations = tf.distribute.experimental.CommunicationImplementation
     implementation = all_reduce_for_workers(params.get("all_reduce", "auto"),
                                             bool(tf.config.list_physical_devices("GPU")))
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=implementation, timeout_seconds=timeout,
-        bytes_per_pack=pack_bytes())
+        bytes_per_pack=pack_bytes("nccl" if implementation == implementations.NCCL
+                                  else "ring"))
     try:
       strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     except (tf.errors.OpError, RuntimeError) as e:

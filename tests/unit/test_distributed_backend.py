@@ -67,7 +67,10 @@ def test_horovod_errors_become_worker_lost_errors():
 
 def test_all_reduce_pack_size_comes_from_the_environment(monkeypatch):
   monkeypatch.delenv(strategies.PACK_VAR, raising=False)
-  assert strategies.pack_bytes() == int(strategies.DEFAULT_PACK_MB * 2**20)
+  assert strategies.pack_bytes() == strategies.pack_bytes("ring") == 4 * 2**20
+  assert strategies.pack_bytes("nccl") == 0  # TensorFlow's default: one pack
+  monkeypatch.setenv(strategies.PACK_VAR, "16")
+  assert strategies.pack_bytes("nccl") == 16 * 2**20
   monkeypatch.setenv(strategies.PACK_VAR, "16")
   assert strategies.pack_bytes() == 16 * 2**20
   monkeypatch.setenv(strategies.PACK_VAR, "0")
