@@ -1,11 +1,13 @@
 #!/usr/bin/env python
 """Speech-synthesis speed: Tacotron 2 training frames/s and the real-time factor of inference
 (free-running decoder + Griffin-Lim), float32 vs mixed bfloat16, beside the real-time factor
-of the vocoders (HiFi-GAN, WaveNet). Prints markdown tables.
+of the vocoders (HiFi-GAN, WaveNet) and of FastPitch + HiFi-GAN (text to waveform). Prints
+markdown tables.
 
     python scripts/bench_tts.py                      # every row (~11 minutes on 2 cores)
     python scripts/bench_tts.py --rows train_fp32,rtf_fp32 --logdir runs/tacotron-synthetic-small
     python scripts/bench_tts.py --rows hifigan_fp32,hifigan_v1_fp32,wavenet_fp32
+    python scripts/bench_tts.py --rows rtf_fp32,voice_fp32,voice_asterisk_fp32,voice_lj_fp32
 
 The model is example_configs/text2speech/tacotron-synthetic-small.py (482k parameters, 40
 mels, 3 frames per decoder step, 16 kHz, hop 256) on the synthetic espeak-ng corpus
@@ -31,6 +33,19 @@ mels, 3 frames per decoder step, 16 kHz, hop 256) on the synthetic espeak-ng cor
   - ``wavenet_*``: wavenet_float.py (OpenSeq2Seq's published size, 22.05 kHz), autoregressive
     sampling of the first ``--wavenet_seconds`` (0.25 s) of one recording: one sample per
     step, so its RTF does not depend on the clip's length.
+* ``voice*`` rows: FastPitch + HiFi-GAN, text to waveform, in its own process (random
+  weights): the infer-mode FastPitch speaks the test sentences (one batch of up to 16, its
+  ``predict``), then the HiFi-GAN generator turns its mel frames into waveforms (one batch).
+  The duration predictor's output layer is set to give every symbol the test recordings'
+  mean frames per symbol (so the audio is as long as trained speech would be; the cost per
+  frame does not depend on the weights). The two configs' mel settings are checked to match
+  (as ``vocoder: {"export_dir": ...}`` checks them):
+
+  - ``voice_*``: fastpitch-synthetic-small.py + hifigan-synthetic-small.py (16 kHz, 40 mels);
+  - ``voice_asterisk_*``: fastpitch-asterisk-small.py + hifigan-asterisk-small.py (the
+    Asterisk prompts' 8 kHz, 40 mels; the sentences are the synthetic corpus's);
+  - ``voice_lj_*``: fastpitch_ljspeech.py + hifigan_v1.py (the published LJSpeech sizes:
+    22.05 kHz, 80 mels, 45.7 M + 13.9 M parameters).
 
 No assertion: read the tables, and compare rows of one run only.
 """
@@ -55,7 +70,14 @@ DTYPES = {"fp32": "float32", "bf16": "mixed_bfloat16"}
 VOCODERS = {"hifigan": ("hifigan-synthetic-small.py", "HiFi-GAN V3/4 generator"),
             "hifigan_v1": ("hifigan_v1.py", "HiFi-GAN V1 generator"),
             "wavenet": ("wavenet_float.py", "WaveNet sampling")}
-ROWS = [f"{kind}_{d}" for kind in ("train", "rtf", *VOCODERS) for d in DTYPES]
+#: voice row prefix: (acoustic config, vocoder config, label)
+VOICES = {"voice": ("fastpitch-synthetic-small.py", "hifigan-synthetic-small.py",
+                    "FastPitch + HiFi-GAN, synthetic small"),
+          "voice_asterisk": ("fastpitch-asterisk-small.py", "hifigan-asterisk-small.py",
+                             "FastPitch + HiFi-GAN, Asterisk small"),
+          "voice_lj": ("fastpitch_ljspeech.py", "hifigan_v1.py",
+                       "FastPitch + HiFi-GAN V1, LJSpeech sizes")}
+ROWS = [f"{kind}_{d}" for kind in ("train", "rtf", *VOCODERS, *VOICES) for d in DTYPES]
 GL_ITERS = 60
 REPEATS = 3
 VOCODER_BATCH = 16
@@ -102,6 +124,15 @@ def rtf_row(dtype: str, data: str, args: argparse.Namespace) -> dict:
 def vocoder_row(kind: str, dtype: str, data: str, args: argparse.Namespace) -> dict:
   cmd = [sys.executable, os.path.abspath(__file__), "--measure_vocoder", f"{kind}:{dtype}",
          f"--data={data}", f"--wavenet_seconds={args.wavenet_seconds}"]
+  out = subprocess.run(cmd, capture_output=True, text=True, env=_env(data))
+  if out.returncode != 0:
+    raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
+  return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def voice_row(kind: str, dtype: str, data: str) -> dict:
+  cmd = [sys.executable, os.path.abspath(__file__), "--measure_voice", f"{kind}:{dtype}",
+         f"--data={data}"]
   out = subprocess.run(cmd, capture_output=True, text=True, env=_env(data))
   if out.returncode != 0:
     raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
@@ -180,6 +211,75 @@ def measure_vocoder(kind: str, dtype: str, data: str, wavenet_seconds: float) ->
           "rtf": float(np.median(times[1:])) / audio}
 
 
+def seconds_per_symbol(csv_path: str) -> float:
+  """Seconds of recorded speech per input symbol (characters of the normalized text plus the
+  start and end symbols) over the clips of ``csv_path``."""
+  import soundfile
+  seconds = symbols = 0
+  with open(csv_path, encoding="utf-8") as f:
+    for line in f:
+      if line.strip():
+        name, text = line.rstrip("\n").split("|")[0], line.rstrip("\n").split("|")[-1]
+        info = soundfile.info(os.path.join(os.path.dirname(csv_path), "wavs", f"{name}.wav"))
+        seconds += info.frames / info.samplerate
+        symbols += len(text) + 2
+  return seconds / max(symbols, 1)
+
+
+def measure_voice(kind: str, dtype: str, data: str) -> dict:
+  """In this process: FastPitch's and HiFi-GAN's seconds of compute per second of audio
+  (medians), random weights, every symbol of the test sentences as long as recorded speech."""
+  import numpy as np
+  import tensorflow as tf
+  from open_seq2seq.config import load_config
+  from open_seq2seq.distributed.backend import Backend
+  from open_seq2seq.models.vocoder_link import check_mel_settings
+  from open_seq2seq.training.evaluator import Evaluator
+  acoustic_config, vocoder_config, _ = VOICES[kind]
+  test_csv = os.path.join(data, "test.csv")
+  base_model, configs = load_config(os.path.join(CONFIG_DIR, acoustic_config), "infer", [
+      f"--dtype={dtype}", f"--data_layer_params/dataset_location={data}",
+      f"--data_layer_params/dataset_files=['{test_csv}']",
+      "--data_layer_params/pitch_mean=200.0", "--data_layer_params/pitch_std=40.0",
+      f"--eval_batch_size_per_gpu={VOCODER_BATCH}"])
+  model = base_model(configs["infer"], "infer")
+  acoustic = Evaluator(model, Backend())
+  batch = next(iter(model.data_layer.build_dataset()))
+  acoustic.ensure_variables(batch)
+  features = model.features
+  per_symbol = seconds_per_symbol(test_csv)
+  frames_per_symbol = per_symbol * features.sample_rate / features.hop_length
+  projection = model.decoder.duration_predictor.projection  # log(1 + frames) per symbol
+  projection.kernel.assign(tf.zeros_like(projection.kernel))
+  projection.bias.assign(tf.fill(projection.bias.shape, float(np.log1p(frames_per_symbol))))
+  base_vocoder, vocoder_configs = load_config(os.path.join(CONFIG_DIR, vocoder_config),
+                                              "interactive_infer", [f"--dtype={dtype}"])
+  vocoder_model = base_vocoder(vocoder_configs["interactive_infer"], "interactive_infer")
+  check_mel_settings(features, vocoder_model.features, vocoder_config)
+  vocoder = Evaluator(vocoder_model, Backend())
+  decode, vocode = [], []
+  for _ in range(REPEATS + 1):  # the first run traces
+    start = time.perf_counter()
+    out = acoustic.predict(batch)
+    decode.append(time.perf_counter() - start)
+    mel = {"source_tensors": (tf.constant(out["spectrogram"], tf.float32),
+                              tf.constant(out["final_sequence_lengths"], tf.int32))}
+    vocoder.ensure_variables(mel)
+    start = time.perf_counter()
+    audio = vocoder.predict(mel)
+    vocode.append(time.perf_counter() - start)
+  seconds = int(np.sum(audio["audio_lengths"])) / features.sample_rate
+  decode_s, vocode_s = float(np.median(decode[1:])), float(np.median(vocode[1:]))
+  count = lambda layers: sum(int(np.prod(v.shape)) for layer in layers  # noqa: E731
+                             for v in layer.trainable_variables)
+  return {"sentences": int(len(out["final_sequence_lengths"])), "audio_s": seconds,
+          "seconds_per_symbol": per_symbol, "sample_rate": features.sample_rate,
+          "acoustic_parameters": count([model.encoder, model.decoder]),
+          "vocoder_parameters": count([vocoder_model.encoder]),
+          "acoustic_rtf": decode_s / seconds, "vocoder_rtf": vocode_s / seconds,
+          "rtf": (decode_s + vocode_s) / seconds}
+
+
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--rows", default=",".join(ROWS), help="Comma-separated rows: " +
@@ -193,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                       help="Audio the wavenet rows sample (from the start of one recording).")
   parser.add_argument("--measure_rtf", choices=sorted(DTYPES.values()), help=argparse.SUPPRESS)
   parser.add_argument("--measure_vocoder", help=argparse.SUPPRESS)
+  parser.add_argument("--measure_voice", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   if args.wavenet_seconds <= 0:
     parser.error(f"--wavenet_seconds must be positive, got {args.wavenet_seconds}")
@@ -206,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     kind, dtype = args.measure_vocoder.split(":")
     print(json.dumps(measure_vocoder(kind, dtype, args.data, args.wavenet_seconds)))
     return 0
+  if args.measure_voice:
+    kind, dtype = args.measure_voice.split(":")
+    print(json.dumps(measure_voice(kind, dtype, args.data)))
+    return 0
   names = [n for n in args.rows.split(",") if n]
   unknown = [n for n in names if n not in ROWS]
   if unknown:
@@ -218,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
          if n.startswith("rtf_")}
   vocoders = {n: vocoder_row(n.rsplit("_", 1)[0], DTYPES[n.rsplit("_", 1)[1]], data, args)
               for n in names if n.rsplit("_", 1)[0] in VOCODERS}
+  voices = {n: voice_row(n.rsplit("_", 1)[0], DTYPES[n.rsplit("_", 1)[1]], data)
+            for n in names if n.rsplit("_", 1)[0] in VOICES}
   if train:
     base = train.get("train_fp32")
     print("\n| training | frames/s | s of audio/s | s/step | vs fp32 | peak MB |")
@@ -250,6 +357,22 @@ def main(argv: list[str] | None = None) -> int:
           f"{VOCODER_BATCH} (median of {REPEATS} after a warm-up), WaveNet the first "
           f"{args.wavenet_seconds:g} s of one (median of 2 after a warm-up). RTF: seconds of "
           f"compute per second of audio.")
+  if voices:
+    print("\n| text -> waveform | parameters | dtype | sentences | audio s | FastPitch RTF | "
+          "HiFi-GAN RTF | total RTF | x real time |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    for name, r in voices.items():
+      kind, dtype = name.rsplit("_", 1)
+      label = f"{VOICES[kind][2]} ({r['sample_rate'] / 1000:g} kHz)"
+      print(f"| {label} | {r['acoustic_parameters']:,} + {r['vocoder_parameters']:,} | "
+            f"{DTYPES[dtype]} | {r['sentences']} | {r['audio_s']:.2f} | "
+            f"{r['acoustic_rtf']:.4g} | {r['vocoder_rtf']:.4g} | {r['rtf']:.4g} | "
+            f"{1 / r['rtf']:.2f} |")
+    per_symbol = next(iter(voices.values()))["seconds_per_symbol"]
+    print(f"\nRandom weights, every symbol {per_symbol * 1000:.0f} ms long (the test "
+          f"recordings' mean duration per symbol); one batch of up to {VOCODER_BATCH} test "
+          f"sentences through each model, medians of {REPEATS} after a warm-up. RTF: seconds "
+          f"of compute per second of audio.")
   return 0
 
 

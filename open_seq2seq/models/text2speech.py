@@ -45,6 +45,9 @@ class Text2Speech(Model):
   }
 
   predictions_from_loss_pass = False
+  #: A loaded neural vocoder (:class:`~open_seq2seq.models.vocoder_link.ExportedVocoder`, set
+  #: by a family that offers one) that written audio and exports use; None: Griffin-Lim.
+  vocoder = None
 
   # ------------------------------------------------------------------ wiring
   def component_kwargs(self, slot: str, description: DataDescription) -> dict[str, Any]:
@@ -93,6 +96,8 @@ class Text2Speech(Model):
 
   def _audio(self, spectrogram: np.ndarray, magnitude: np.ndarray | None, length: int,
              iters: int) -> np.ndarray:
+    if self.vocoder is not None:
+      return self.vocoder.synthesize(spectrogram[:length])
     mag = None if magnitude is None else magnitude[None, :length]
     wave = self.features.to_audio(spectrogram[None, :length], mag, num_iters=iters)[0].numpy()
     peak = float(np.max(np.abs(wave))) if wave.size else 0.0
@@ -208,7 +213,7 @@ class Text2Speech(Model):
     return TextToSpeechServing(
         layer.text.symbols, layer.params["pad_EOS"],
         lambda spec, mag: self.features.to_audio(spec, mag, num_iters=INFER_GL_ITERS),
-        self.features.hop_length, self.features.sample_rate)
+        self.features.hop_length, self.features.sample_rate, vocoder=self.vocoder)
 
   def scoring_results(self, results: list) -> list:
     return []  # nothing to score: no spectrogram goes to the chief for it

@@ -9,6 +9,7 @@ import numpy as np
 from open_seq2seq.data.description import DataDescription, FastPitchDescription
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.models.text2speech import STOP_TOLERANCE, Text2Speech
+from open_seq2seq.models.vocoder_link import VOCODER, ExportedVocoder
 from open_seq2seq.utils.params import Param
 
 #: The loss terms the eval reports (FastPitchLoss.parts), under their metric names.
@@ -40,8 +41,15 @@ class FastPitch(Text2Speech):
   durations at pace 1 and the MAS ones, over every symbol), ``length_ratio`` (free-running
   frames / true frames, mean over utterances) and ``length_accuracy`` (share of utterances
   within 20 % of their true length) and ``mas_length_error`` (mean absolute difference between
-  the sum of the MAS durations and the true length: 0 by construction). Samples, infer (Griffin-Lim WAVs and the hard alignment
-  as a figure), ``interactive_infer`` and ``--mode=export`` are Text2Speech's.
+  the sum of the MAS durations and the true length: 0 by construction). Samples, infer (WAVs
+  and the hard alignment as a figure), ``interactive_infer`` and ``--mode=export`` are
+  Text2Speech's.
+
+  Waveforms come from Griffin-Lim, or with ``vocoder: {"export_dir": DIR}`` from an exported
+  HiFi-GAN (:mod:`open_seq2seq.models.vocoder_link`; its mel settings must be this data
+  layer's): infer and ``interactive_infer`` write its audio, and ``--mode=export`` saves it
+  inside the synthesizer (text in, waveform out, one SavedModel). Only those modes load it;
+  training and eval samples stay Griffin-Lim (they need no finished vocoder).
   """
 
   PARAMS = {
@@ -49,7 +57,15 @@ class FastPitch(Text2Speech):
                     "(2.0: twice as fast)."),
       "pitch_shift": Param(float, 0.0, "Free-running pitch shift in Hz, added to the "
                            "predicted pitch of every symbol."),
+      "vocoder": Param((VOCODER, None), None, "Neural vocoder of infer, interactive_infer "
+                       "and export: {'export_dir': a HiFi-GAN export}; None: Griffin-Lim."),
   }
+
+  def __init__(self, params: dict[str, Any], mode: str = "train", num_workers: int = 1,
+               worker_id: int = 0):
+    super().__init__(params, mode, num_workers, worker_id)
+    if self.params.get("vocoder") is not None and mode in ("infer", "interactive_infer"):
+      self.vocoder = ExportedVocoder(self.params["vocoder"], self.features)
 
   def component_kwargs(self, slot: str, description: DataDescription) -> dict[str, Any]:
     if not isinstance(description, FastPitchDescription):

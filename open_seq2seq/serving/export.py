@@ -4,12 +4,14 @@
 inference, creates its variables on the adapter's example input, restores the checkpoint and
 calls :func:`save`: one ``serving_default`` signature from the family's
 :class:`~open_seq2seq.serving.adapter.ServingAdapter`, plus ``assets.extra/open_seq2seq.json``
-describing it. The directory is written under a temporary name and renamed into place, so an
-interrupted export never leaves a half-written model where a server would load it.
+describing it (and, for a speech model, its spectrogram settings: ``audio_features``). The
+directory is written under a temporary name and renamed into place, so an interrupted export
+never leaves a half-written model where a server would load it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -83,6 +85,11 @@ def save(model: Any, adapter: ServingAdapter, export_dir: str,
     signatures.update(extra.signatures())
     described.update(extra.describe_signatures())
   metadata = dict(metadata, signatures=described)
+  features = getattr(model, "features", None)
+  if dataclasses.is_dataclass(features) and not isinstance(features, type):
+    # a speech model's spectrogram settings: what a model reading its frames (a synthesizer
+    # loading an exported vocoder, open_seq2seq.models.vocoder_link) must share with it
+    metadata["audio_features"] = dataclasses.asdict(features)
   partial = f"{export_dir}.partial-{os.getpid()}"
   shutil.rmtree(partial, ignore_errors=True)
   try:

@@ -4,7 +4,10 @@ The graph normalizes text as the "basic" cleaner does (lowercase, whitespace col
 and keeps the characters of the vocabulary. The "english" cleaner's number, money and
 abbreviation expansion and the CMU dictionary are Python and stay out of the graph: a client
 spells those out (``"12"`` -> ``"twelve"``) before calling the model; for text without them
-the export says what ``--mode=infer`` says. Waveforms come from the in-graph Griffin-Lim.
+the export says what ``--mode=infer`` says. Waveforms come from the in-graph Griffin-Lim
+(peak-normalised to 0.9), or from a neural vocoder saved inside the export (a HiFi-GAN
+export loaded by :mod:`open_seq2seq.models.vocoder_link`: its weights and graph become part
+of this SavedModel; its waveform is returned as it is, not normalised).
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ class TextToSpeechServing(ServingAdapter):
     samples_per_frame: the hop length.
     sample_rate: Hz, recorded in the export's description (also under ``audio_outputs``,
       which names ``audio`` as a waveform with its length in ``audio_length``).
+    vocoder: None (Griffin-Lim through ``to_audio``), or a neural vocoder: a callable
+      (mel [b, t, f], frames [b]) -> (waveforms [b, samples], samples [b]) with a ``module``
+      (the trackable holding its weights, saved with this adapter) and ``describe()``.
   """
 
   inputs = {"text": (tf.TensorSpec([None], tf.string),
@@ -40,7 +46,7 @@ class TextToSpeechServing(ServingAdapter):
 
   def __init__(self, symbols: tuple[str, ...], pad_eos: bool,
                to_audio: Callable[[tf.Tensor, Any], tf.Tensor], samples_per_frame: int,
-               sample_rate: int):
+               sample_rate: int, vocoder: Any = None):
     super().__init__(name="text_to_speech")
     chars = [(s, i) for i, s in enumerate(symbols) if i >= 3 and len(s) == 1]
     self.table = tf.lookup.StaticHashTable(
@@ -51,13 +57,19 @@ class TextToSpeechServing(ServingAdapter):
     self._to_audio = to_audio
     self.samples_per_frame = samples_per_frame
     self.sample_rate = sample_rate
+    self._vocoder = vocoder
+    if vocoder is not None:
+      self.vocoder_module = vocoder.module  # tracked: its variables go into the export
 
   def describe(self) -> dict[str, Any]:
     # audio_outputs: which outputs are waveforms, how long each row is and at what rate, so
     # that a client (scripts/run_export.py) writes them as audio files, not as numbers
-    return dict(super().describe(), sample_rate=self.sample_rate,
-                audio_outputs={"audio": {"length": "audio_length",
-                                         "sample_rate": self.sample_rate}})
+    described = dict(super().describe(), sample_rate=self.sample_rate,
+                     audio_outputs={"audio": {"length": "audio_length",
+                                              "sample_rate": self.sample_rate}})
+    described["vocoder"] = ("Griffin-Lim" if self._vocoder is None
+                            else self._vocoder.describe())
+    return described
 
   def example_inputs(self) -> dict[str, tf.Tensor]:
     return {"text": tf.constant(["a b"])}
@@ -79,6 +91,10 @@ class TextToSpeechServing(ServingAdapter):
     frames = tf.cast(predictions["final_sequence_lengths"], tf.int32)
     spectrogram = tf.cast(predictions["spectrogram"], tf.float32)
     valid = tf.sequence_mask(frames, tf.shape(spectrogram)[1])[:, :, None]
+    if self._vocoder is not None:  # its frames past each length are read as silence
+      audio, lengths = self._vocoder(tf.where(valid, spectrogram, 0.0), frames)
+      return {"audio": tf.cast(audio, tf.float32), "audio_length": tf.cast(lengths, tf.int32),
+              "spectrogram": spectrogram, "spectrogram_length": frames}
     magnitude = predictions.get("magnitude")
     if magnitude is not None:
       magnitude = tf.where(valid, tf.cast(magnitude, tf.float32), 0.0)
