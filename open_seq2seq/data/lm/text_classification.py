@@ -78,6 +78,11 @@ class TextClassificationDataLayer(DataLayer):
       "shuffle_buffer_size": Param(int, -1, "Texts in the shuffle buffer (-1: all)."),
       "repeat": Param(bool, True, "Training: repeat forever (eval/infer: one pass)."),
       "small": Param(bool, False, "Keep only batch_size*4 texts (eval: batch_size*2)."),
+      "train_examples": Param((int, None), None, "Training: keep only this many training "
+                              "texts, the first of a permutation by subset_seed (a smaller "
+                              "count's texts are among a larger one's); None: all. For "
+                              "low-label experiments."),
+      "subset_seed": Param(int, 0, "Seed of the permutation train_examples draws from."),
       "get_stats": Param(bool, False, "Write statistics.txt (lengths, unseen-token rate) and, "
                          "when the folder is built, <split>_unseen.txt into "
                          "processed_data_folder."),
@@ -174,10 +179,22 @@ class TextClassificationDataLayer(DataLayer):
     if not len(rows):
       raise DataError(f"{path}: empty split (no text); rebuild the folder from a data_root "
                       "with texts in this split")
+    if self.mode == "train" and self.params["train_examples"] is not None:
+      rows, labels = self._subset(rows, labels, self.params["train_examples"])
     if self.params["small"]:
       keep = self.batch_size * (2 if self.mode == "eval" else 4)
       rows, labels = rows.head(keep), labels[:keep]
     return rows, labels
+
+  def _subset(self, rows: IdRows, labels: np.ndarray, count: int
+              ) -> tuple[IdRows, np.ndarray]:
+    """The first ``count`` texts of a fixed permutation (``subset_seed``), in file order."""
+    if not 1 <= count <= len(rows):
+      raise ConfigError(f"data_layer_params/train_examples: {count} texts asked for, the "
+                        f"training split has {len(rows)}; give 1..{len(rows)} or None (all)")
+    order = np.random.default_rng(self.params["subset_seed"]).permutation(len(rows))
+    chosen = np.sort(order[:count])
+    return IdRows([rows.row(i) for i in chosen]), labels[chosen]
 
   def _write_statistics(self, folder: str) -> None:
     """Length statistics and the rate of <unk> ids of every split, in statistics.txt."""
