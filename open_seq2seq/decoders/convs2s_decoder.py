@@ -11,7 +11,8 @@ import keras
 import tensorflow as tf
 
 from open_seq2seq.decoders import decoding
-from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, EmbeddingSharingDecoder
+from open_seq2seq.decoders.decoder import (BEAM_FINISH, BEAM_STOP, MIN_DECODE_LENGTH,
+                                           EmbeddingSharingDecoder)
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.convs2s.attention_wn_layer import AttentionLayerNormalized, source_scale
@@ -87,6 +88,7 @@ class ConvS2SDecoder(EmbeddingSharingDecoder):
                                    "Decode at most source length + this many tokens."),
       "min_decode_length": MIN_DECODE_LENGTH,
       "beam_stop": BEAM_STOP,
+      "beam_finish": BEAM_FINISH,
       **decoding.DECODING_PARAMS,
       "EOS_ID": Param(int, 3, "Ignored: decoding stops at END_SYMBOL, the end id of the "
                       "data layer's vocabulary (OpenSeq2Seq's beam search alone read EOS_ID)."),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from open_seq2seq.errors import ConfigError
-from open_seq2seq.parts.beam_search import STOP_RULES
+from open_seq2seq.parts.beam_search import FINISH_RULES, STOP_RULES
 from open_seq2seq.parts.transformer.embedding_layer import EmbeddingSharedWeights
 from open_seq2seq.utils import keras_compat
 from open_seq2seq.utils.component import LayerComponent
@@ -19,6 +19,11 @@ BEAM_STOP = Param(str, "bound", "When a beam search stops before the length limi
                   "(exact: no alive hypothesis can still win) or 'current' (as fairseq/"
                   "OpenNMT-tf: the best alive one does not win at its current length).",
                   choices=STOP_RULES)
+#: ``decoder_params/beam_finish`` of every decoder with a beam search.
+BEAM_FINISH = Param(str, "top_k", "Which end-symbol extensions a beam search finishes: "
+                    "'top_k' (as fairseq/OpenNMT-tf/CTranslate2: only one among the step's "
+                    "beam_width best) or 'any' (exact; favours short outputs of unsure models).",
+                    choices=FINISH_RULES)
 
 
 class Decoder(LayerComponent):

@@ -115,7 +115,8 @@ def decode(decoding: Decoding, step: beam_search.StepFn, go: tf.Tensor, decode_l
     decoding: what to do.
     step, go, decode_lengths, states, buffers: the step function, initial ids [B], most
       tokens per example, and what it carries (see :mod:`open_seq2seq.parts.beam_search`).
-    params: the decoder's params (symbols, ``min_decode_length``, ``beam_stop``).
+    params: the decoder's params (symbols, ``min_decode_length``, ``beam_stop``,
+      ``beam_finish``).
     vocab_size: logits per step.
     alpha, coverage_penalty, coverage_fn: beam search's penalties.
     seed: the base seed of samples: the run's ``random_seed`` (None, an unseeded run: a
@@ -147,7 +148,8 @@ def decode(decoding: Decoding, step: beam_search.StepFn, go: tf.Tensor, decode_l
     extra = {} if coverage_fn is None else {"coverage_penalty": coverage_penalty,
                                             "coverage_fn": coverage_fn}
     result = beam_search.beam_search(step, go, decoding.beam_width, decode_lengths,
-                                     vocab_size, alpha, end, stop=p["beam_stop"], **extra,
+                                     vocab_size, alpha, end, stop=p["beam_stop"],
+                                     finish=p["beam_finish"], **extra,
                                      **common)
   out = {"outputs": result.ids[:, 0], "final_sequence_lengths": result.lengths[:, 0],
          "scores": result.scores[:, 0]}

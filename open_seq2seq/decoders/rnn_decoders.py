@@ -40,7 +40,8 @@ import keras
 import tensorflow as tf
 
 from open_seq2seq.decoders import decoding
-from open_seq2seq.decoders.decoder import BEAM_STOP, MIN_DECODE_LENGTH, MemoryDepthDecoder
+from open_seq2seq.decoders.decoder import (BEAM_FINISH, BEAM_STOP, MIN_DECODE_LENGTH,
+                                           MemoryDepthDecoder)
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.rnns.attention import (AttentionDecoderCell, AttentionMemory,
@@ -111,6 +112,7 @@ class RNNDecoderWithAttention(MemoryDepthDecoder):
                                    "this many tokens per example."),
       "min_decode_length": MIN_DECODE_LENGTH,
       "beam_stop": BEAM_STOP,
+      "beam_finish": BEAM_FINISH,
       **decoding.DECODING_PARAMS,
       "use_swap_memory": Param(bool, False, "Ignored: TF 2 while loops do not swap their "
                                "activations to host memory (tf.while_loop drops swap_memory)."),

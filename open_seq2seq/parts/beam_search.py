@@ -39,6 +39,8 @@ import tensorflow as tf
 
 #: ``stop`` rules of :func:`beam_search`.
 STOP_RULES = ("bound", "current")
+#: ``finish`` rules of :func:`beam_search`: which end-symbol extensions become finished.
+FINISH_RULES = ("any", "top_k")
 
 _NEG_INF = float("-inf")
 
@@ -132,11 +134,13 @@ def _best_alive(alive_seq: tf.Tensor, candidates: tf.Tensor, ends: tf.Tensor, k:
 
 def _merge_finished(alive_seq: tf.Tensor, candidates: tf.Tensor, ends: tf.Tensor,
                     any_at_limit: tf.Tensor, eos_id: int, finished: tuple, i: tf.Tensor,
-                    alpha: Any, pad_id: int, bonus: tf.Tensor | None = None) -> tuple:
+                    alpha: Any, pad_id: int, bonus: tf.Tensor | None = None,
+                    finish: str = "any") -> tuple:
   """The best ``k`` of the kept finished hypotheses and this step's finishing extensions
   (``ends``; the end symbol's alone unless ``any_at_limit``), by length-penalised score plus
   ``bonus`` [B, K] of the extended (parent) hypothesis (the coverage penalty, or None):
-  (sequences, scores, lengths)."""
+  (sequences, scores, lengths). With ``finish="top_k"`` an end-symbol extension finishes
+  only if its log-probability is among the ``k`` best of all the step's extensions."""
   finished_seq, finished_scores, finished_lengths = finished
   batch_size, k, vocab = tf.shape(candidates)[0], finished_scores.shape[1], tf.shape(candidates)[2]
   penalty = length_penalty(i + 1, alpha)
@@ -151,7 +155,11 @@ def _merge_finished(alive_seq: tf.Tensor, candidates: tf.Tensor, ends: tf.Tensor
   def end_symbol_only():
     # The same choice among the K extensions by the end symbol instead of all K * vocab
     # (the others cannot finish), in the same order: top_k keeps the lower index first.
-    scores, beam = tf.math.top_k(candidates[:, :, eos_id] / penalty + bonus, k)
+    scores = candidates[:, :, eos_id] / penalty + bonus
+    if finish == "top_k":  # the k-th best extension of the step, ends included
+      kth = tf.math.top_k(tf.reshape(candidates, [batch_size, -1]), k).values[:, -1:]
+      scores = tf.where(candidates[:, :, eos_id] >= kth, scores, _NEG_INF)
+    scores, beam = tf.math.top_k(scores, k)
     return scores, beam * vocab + eos_id
 
   fin_scores, fin_index = tf.cond(any_at_limit, every_extension, end_symbol_only)
@@ -170,7 +178,7 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
                 states: Any = None, pad_id: int = 0, coverage_penalty: float = 0.0,
                 coverage_fn: CoverageFn | None = None, min_length: int = 0,
                 stop: str = "bound", buffers: Any = None,
-                banned_ids: Sequence[int] = ()) -> DecodeResult:
+                banned_ids: Sequence[int] = (), finish: str = "any") -> DecodeResult:
   """Length-penalised beam search keeping alive and finished hypotheses apart.
 
   At each step every alive hypothesis is extended by every token. Extensions by ``eos_id``
@@ -218,6 +226,13 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
     buffers: nested tensors carried through the loop as they are (see the module
       docstring); None: the step function takes and returns no buffers.
     banned_ids: ids no hypothesis ever holds (see the module docstring).
+    finish: which extensions by ``eos_id`` compete for the finished slots. ``"any"``
+      (exact): every one. ``"top_k"``: only those whose log-probability is among the
+      step's ``beam_size`` best extensions (as fairseq, OpenNMT-tf and CTranslate2 end a
+      hypothesis). An exact search finds the highest-scoring hypothesis, and for a model
+      that is not sure where to stop that is often a short one (an unlikely early end
+      symbol still outscores a long translation); the peers' rule keeps such ends out.
+      Extensions at the length limit finish under both.
 
   Returns:
     :class:`DecodeResult` with ids [batch, beam, time], best first: the ``n`` first of an
@@ -229,6 +244,8 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
   """
   if stop not in STOP_RULES:
     raise ValueError(f"stop must be one of {', '.join(STOP_RULES)}, got {stop!r}")
+  if finish not in FINISH_RULES:
+    raise ValueError(f"finish must be one of {', '.join(FINISH_RULES)}, got {finish!r}")
   if coverage_penalty < 0:
     raise ValueError(f"coverage_penalty must be >= 0, got {coverage_penalty}")
   if coverage_penalty and coverage_fn is None:
@@ -272,7 +289,7 @@ def beam_search(symbols_to_logits_fn: StepFn, initial_ids: tf.Tensor, beam_size:
     new_states = tf.nest.map_structure(lambda s: tf.gather(s, flat_beam_index), new_states)
     finished = _merge_finished(alive_seq, candidates, ends, tf.reduce_any(at_limit), eos_id,
                                (finished_seq, finished_scores, finished_lengths), i, alpha,
-                               pad_id, bonus)
+                               pad_id, bonus, finish)
     return (i + 1, new_alive_seq, new_alive_log_probs) + finished + (new_states, buffers)
 
   def cond(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_lengths,

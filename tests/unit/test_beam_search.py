@@ -299,3 +299,51 @@ def test_buffers_are_carried_as_they_are(beam_size):
     expected = run_beam(tables, beam_size, lengths, 0.6)
   for a, b in zip(got, expected):
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+
+
+def _unsure_where_to_stop(ids, i, states):
+  """Logits of a model that gives the end symbol 10 % at the first step and 15 % after: an
+  immediate end outscores every 3-token hypothesis, yet is never among the 2 best
+  extensions of a step."""
+  first = np.log([1e-9, 0.10, 0.55, 0.35])
+  later = np.log([1e-9, 0.15, 0.425, 0.425])
+  row = tf.where(tf.equal(i, 0), tf.constant(first, tf.float32), tf.constant(later, tf.float32))
+  return tf.tile(row[None, :], [tf.shape(ids)[0], 1]), states
+
+
+@pytest.mark.parametrize("stop", ["bound", "current"])
+def test_top_k_finish_keeps_unlikely_ends_out_where_the_exact_search_takes_them(stop):
+  """finish="any" returns the highest-scoring hypothesis, the immediate end (0.10 against
+  0.55 * 0.425 * 0.425 = 0.099); finish="top_k" (fairseq / OpenNMT-tf / CTranslate2) never
+  lets that end in, because at no step is the end symbol among the 2 best extensions."""
+  go = tf.fill([1], GO)
+  exact = beam_search(_unsure_where_to_stop, go, 2, 3, VOCAB, 0.0, EOS, stop=stop)
+  assert exact.lengths.numpy()[0, 0] == 1 and exact.ids.numpy()[0, 0, 0] == EOS
+  np.testing.assert_allclose(exact.scores.numpy()[0, 0], np.log(0.10), rtol=1e-5)
+  peers = beam_search(_unsure_where_to_stop, go, 2, 3, VOCAB, 0.0, EOS, stop=stop,
+                      finish="top_k")
+  ids, lengths = peers.ids.numpy()[0], peers.lengths.numpy()[0]
+  assert lengths.tolist() == [3, 3] and EOS not in ids[:, :3]
+  np.testing.assert_allclose(peers.scores.numpy()[0, 0], np.log(0.55 * 0.425 * 0.425),
+                             rtol=1e-5)
+  # an end among the step's 2 best extensions still finishes: a wider beam takes it
+  wide = beam_search(_unsure_where_to_stop, go, 3, 3, VOCAB, 0.0, EOS, stop=stop,
+                     finish="top_k")
+  assert wide.lengths.numpy()[0, 0] == 1
+  with pytest.raises(ValueError, match="finish must be one of any, top_k"):
+    beam_search(_unsure_where_to_stop, go, 2, 3, VOCAB, 0.0, EOS, finish="best")
+
+
+@pytest.mark.parametrize("seed", [3, 5])
+def test_top_k_finish_scores_match_their_sequences_and_never_beat_the_exact_best(seed):
+  max_len = 4
+  tables = make_tables(seed=seed, batch=3, scale=1.0)
+  result = beam_search(table_step_fn(tables), tf.fill([3], GO), 2, max_len, VOCAB, 0.6, EOS,
+                       states=initial_states(3), pad_id=PAD, finish="top_k")
+  ids, scores, lengths = (t.numpy() for t in result)
+  for b in range(3):
+    for k in range(2):
+      seq = trim(ids[b, k], lengths[b, k])
+      assert seq[-1] == EOS or len(seq) == max_len
+      np.testing.assert_allclose(scores[b, k], gnmt_score(tables[b], seq, 0.6), rtol=1e-5)
+    assert scores[b, 0] <= exhaustive_best(tables[b], max_len, 0.6)[0] + 1e-5
