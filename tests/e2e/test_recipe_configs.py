@@ -102,6 +102,11 @@ CASES: dict[str, Case] = {
     "text2text/en-es/convs2s-small-bible.py": Case(("data/bible_en_es",)),
     "text2text/en-es/gnmt-small-bible.py": Case(("data/bible_en_es",)),
     "text2text/en-es/transformer-2x2-bible.py": Case(("data/bible_en_es",)),
+    "text2text/en-es/transformer-3x3-bible-d256.py": Case(("data/bible_en_es",)),
+    "transfer/tweets-lm.py": Case(("data/tweets-lm",)),
+    "transfer/tweets-from-tweets-lm.py": Case(
+        ("data/tweets", "data/tweets-lm"), after="transfer/tweets-lm.py",
+        expect=r"load_model: initialised \d+ variables from experiments/tweets-lm"),
     "transfer/tweets-from-austen.py": Case(
         ("data/tweets", "data/austen"), after="lm/lstm-austen.py",
         expect=r"load_model: initialised \d+ variables from experiments/lstm-austen"),
@@ -143,7 +148,8 @@ _BIBLE = "example_configs/text2text/en-es/"
 DOCUMENTED: list[tuple[str, str, str]] = [
     *[(f"text2text/en-es/{name}", "docs/translation.md",
        rf"\| `{re.escape(name)}` \|[^|\n]*\| ([\d.]+M) \|")
-      for name in ("transformer-2x2-bible.py", "gnmt-small-bible.py", "convs2s-small-bible.py")],
+      for name in ("transformer-2x2-bible.py", "gnmt-small-bible.py", "convs2s-small-bible.py",
+                   "transformer-3x3-bible-d256.py")],
     ("text2text/en-es/gnmt-small-bible.py", _BIBLE + "gnmt-small-bible.py",
      r"\(([\d.]+M) vs [\d.]+M\)"),
     ("text2text/en-es/transformer-2x2-bible.py", _BIBLE + "gnmt-small-bible.py",

@@ -36,7 +36,8 @@ class Installed:
 
 @dataclasses.dataclass(frozen=True)
 class Generated:
-  """Data the set-up makes into the work directory from Debian packages."""
+  """Data the set-up makes into the work directory (from Debian packages, or from another
+  recipe's installed data)."""
   command: str  # the documented command
   needs: tuple[str, ...]  # files or programs of the Debian packages install_test_deps.sh adds
   make: Callable[[str], Any]  # writes the corpus into the given directory
@@ -61,6 +62,13 @@ def _tts(*extra: str) -> Callable[[str], None]:
     load_script("make_synthetic_speech").main(
         ["--tts", f"--output_dir={directory}", "--splits=train=32,val=4,test=4", *extra])
   return make
+
+
+def _tweets_lm(directory: str) -> None:
+  # what scripts/transfer_curve.py writes first: the tweets' texts without their labels
+  # pylint: disable-next=import-outside-toplevel
+  from open_seq2seq.data.lm.unlabelled import write_unlabelled_corpus
+  write_unlabelled_corpus(os.path.join(ROOT, "data", "tweets"), directory)
 
 
 _ESPEAK = ("espeak-ng",)
@@ -88,6 +96,9 @@ RECIPES: dict[str, Installed | Generated] = {
     "data/synth_gst": Generated(
         "python scripts/make_synthetic_speech.py --tts --speeds=110,220 "
         "--output_dir=data/synth_gst", _ESPEAK, _tts("--speeds=110,220")),
+    "data/tweets-lm": Generated(
+        "python scripts/transfer_curve.py --prepare_only",
+        (os.path.join(ROOT, "data", "tweets", "train.csv"),), _tweets_lm),
 }
 #: Recipe directories outside data/ (scripts/create_toy_data.py's default output).
 OTHER_RECIPE_DIRECTORIES = ("toy_text_data",)
