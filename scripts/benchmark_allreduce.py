@@ -48,6 +48,9 @@ def tensor_sizes(total_mb: float, tensor_mb: float) -> list[int]:
 def worker(args: argparse.Namespace) -> None:
   """One rank: times the all-reduce; rank 0 prints the result line."""
   sys.path.insert(0, ROOT)
+  # pylint: disable-next=import-outside-toplevel
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly(first_op=False)  # the backend sets up the cluster before any op
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   from open_seq2seq.distributed import cluster  # pylint: disable=import-outside-toplevel
   if args.horovod:

@@ -20,9 +20,9 @@ BEAM_STOP = Param(str, "bound", "When a beam search stops before the length limi
                   "OpenNMT-tf: the best alive one does not win at its current length).",
                   choices=STOP_RULES)
 #: ``decoder_params/beam_finish`` of every decoder with a beam search.
-BEAM_FINISH = Param(str, "top_k", "Which end-symbol extensions a beam search finishes: "
-                    "'top_k' (as fairseq/OpenNMT-tf/CTranslate2: only one among the step's "
-                    "beam_width best) or 'any' (exact; favours short outputs of unsure models).",
+BEAM_FINISH = Param(str, "any", "Which end-symbol extensions a beam search finishes: 'any' "
+                    "(exact) or 'top_k' (as OpenNMT-tf/CTranslate2: only one among the step's "
+                    "beam_width best). Each rescues a different weak model (docs/translation.md).",
                     choices=FINISH_RULES)
 
 
