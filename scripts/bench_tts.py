@@ -219,7 +219,8 @@ def seconds_per_symbol(csv_path: str) -> float:
   with open(csv_path, encoding="utf-8") as f:
     for line in f:
       if line.strip():
-        name, text = line.rstrip("\n").split("|")[0], line.rstrip("\n").split("|")[-1]
+        fields = line.rstrip("\n").split("|")
+        name, text = fields[0], fields[-1]
         info = soundfile.info(os.path.join(os.path.dirname(csv_path), "wavs", f"{name}.wav"))
         seconds += info.frames / info.samplerate
         symbols += len(text) + 2

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from open_seq2seq.errors import ConfigError
+from open_seq2seq.serving.export import METADATA_FILE as _METADATA
 from open_seq2seq.utils.params import DeclaredDict, Param
 
 __all__ = ["VOCODER", "MEL_SETTINGS", "ExportedVocoder", "check_mel_settings"]
@@ -42,8 +43,6 @@ MEL_SETTINGS = {"sampling_rate": "sample_rate", "num_audio_features": "num_mel",
                 "feature_normalize_mean": "normalize_mean",
                 "feature_normalize_std": "normalize_std"}
 
-#: Where an export keeps its description (serving/export.py's METADATA_FILE).
-_METADATA = os.path.join("assets.extra", "open_seq2seq.json")
 
 
 def _setting(features: Any, field: str) -> Any:
