@@ -104,8 +104,23 @@ def command_backend(command):
   return "horovod" if command[0] == "mpiexec" else "multi-worker"
 
 
+def _listening_ports_here() -> set:
+  """The ports that some socket of this process's network namespace listens on."""
+  ports = set()
+  for table in ("tcp", "tcp6"):
+    with open(f"/proc/self/net/{table}") as f:
+      for line in list(f)[1:]:
+        fields = line.split()
+        if fields[3] == "0A":  # LISTEN
+          ports.add(_address(fields[1])[1])
+  return ports
+
+
 def _reachable_from_here(report) -> list:
-  """The rank's listening ports that a connection from this process's network reaches."""
+  """The rank's listening ports that a connection from this process's network reaches.
+
+  A port that a socket of this namespace also listens on (another test's server that drew
+  the same ephemeral port) answers for itself, not for the rank: it does not count."""
   if report["netns"] == os.readlink("/proc/self/ns/net"):
     return ["same namespace"]
   reached = []
@@ -113,8 +128,9 @@ def _reachable_from_here(report) -> list:
     port = _address(entry)[1]
     with socket.socket() as probe:
       probe.settimeout(2)
-      if probe.connect_ex(("127.0.0.1", port)) == 0:
-        reached.append(port)
+      answered = probe.connect_ex(("127.0.0.1", port)) == 0
+    if answered and port not in _listening_ports_here():
+      reached.append(port)
   return reached
 
 
