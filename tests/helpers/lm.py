@@ -127,3 +127,39 @@ def example_config_overrides(directory: str) -> tuple[list[str], int]:
            f"--lm_vocab_file={os.path.join(directory, 'lm-processed', 'vocab.txt')}",
            "--load_model=None", "--batch_size_per_gpu=2", "--eval_batch_size_per_gpu=2"],
           EXAMPLES)
+
+
+#: The polar corpus of :func:`polar_texts` (the transfer learning test's): per class, this
+#: many class-specific words; each word of a text is one of its class's with this probability,
+#: otherwise one of the filler words (Zipf-distributed, the same for both classes).
+POLAR_WORDS, POLAR_RATE, FILLERS, TEXT_LENGTHS = 200, 0.4, 150, (10, 20)
+
+
+def _filler_probabilities() -> np.ndarray:
+  weights = 1.0 / np.arange(1, FILLERS + 1)
+  return weights / weights.sum()
+
+
+def polar_texts(count: int, seed: int) -> list[tuple[str, int]]:
+  """``count`` labelled texts whose class is carried by many rare words, scattered.
+
+  Label 1 texts draw their class words from ``pos0 .. pos199``, label 0 from ``neg0 ..``;
+  between them, fillers ``w0 .. w149`` that say nothing of the class. The word before a
+  class word is mostly a filler, so a language model that predicts class words well must
+  remember the text's class across fillers: its final state carries the class. A classifier
+  that learns from a few dozen labels alone has never seen most class words (each is 1/200
+  of its class's)."""
+  rng = np.random.default_rng(seed)
+  fillers = _filler_probabilities()
+  rows = []
+  for _ in range(count):
+    label = int(rng.integers(2))
+    words = []
+    for _ in range(int(rng.integers(TEXT_LENGTHS[0], TEXT_LENGTHS[1] + 1))):
+      if rng.random() < POLAR_RATE:
+        words.append(("pos" if label else "neg") + str(int(rng.integers(POLAR_WORDS))))
+      else:
+        words.append("w" + str(int(rng.choice(FILLERS, p=fillers))))
+    rows.append((" ".join(words), label))
+  return rows
+
