@@ -180,6 +180,8 @@ def training_pipeline(ids: Sequence[int] | np.ndarray, batching: transforms.Batc
   dataset = balanced_batches(process_fn(epochs), batching, num_workers, worker_id)
   if map_fn is not None:
     dataset = dataset.map(map_fn)
+  if repeat:
+    dataset = transforms.endless(dataset)
   return dataset.prefetch(prefetch_buffer_size or tf.data.AUTOTUNE)
 
 

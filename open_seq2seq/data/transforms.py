@@ -244,6 +244,20 @@ class Batching:
                          self.pad_multiple, self.max_length, self.batch_multiple)
 
 
+def endless(dataset: tf.data.Dataset) -> tf.data.Dataset:
+  """A dataset that repeats without end, declared infinite where tf.data cannot tell.
+
+  Through ``flat_map`` and ``filter`` a repeating pipeline's cardinality is unknown, and
+  then a multi-worker distributed iterator checks at every batch, by an all-reduce, whether
+  some worker has run out of data (``get_next_as_optional``); a known infinite dataset
+  skips that check. Declared only when the cardinality is unknown: if the stream ends after
+  all (every example filtered out), reading it fails and says so.
+  """
+  if dataset.cardinality() != tf.data.UNKNOWN_CARDINALITY:
+    return dataset
+  return dataset.apply(tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY))
+
+
 def training_pipeline(dataset: tf.data.Dataset, batching: Batching, *, num_shards: int = 1,
                       shard_index: int = 0, max_length: int | None = None,
                       shuffle_buffer_size: int | None = None, seed: int | None = None,
@@ -277,6 +291,8 @@ def training_pipeline(dataset: tf.data.Dataset, batching: Batching, *, num_shard
   dataset = batching.batch(dataset)
   if map_fn is not None:
     dataset = dataset.map(map_fn)
+  if repeat:
+    dataset = endless(dataset)
   return dataset.prefetch(prefetch_buffer_size or tf.data.AUTOTUNE)
 
 
@@ -348,4 +364,5 @@ def whole_epochs(ids: Sequence[int] | np.ndarray,
   # from the saved element, so even an unseeded run resumes that epoch in its own order
   epochs = tf.data.Dataset.range(2 ** 62 if repeat else 1).map(
       lambda number: (number, tf.constant(key, tf.int64)))
-  return epochs.flat_map(epoch)
+  chained = epochs.flat_map(epoch)
+  return endless(chained) if repeat else chained

@@ -144,3 +144,41 @@ def test_base_shard_and_batching_facts():
   batch = next(iter(layer.build_dataset()))
   count = tf.function(layer.count_units)(batch)
   assert count.dtype == tf.int64 and int(count) == 2
+
+
+def _filter_process(dataset):  # a process step whose output count tf.data cannot know
+  return dataset.filter(lambda element: element["source_length"] > 1)
+
+
+def _iterator_checks_for_missing_data(dataset_fn) -> bool:
+  """Whether a distributed iterator over ``dataset_fn`` checks at every batch whether some
+  replica ran out of data (TensorFlow's get_next_as_optional, an all-reduce per batch in a
+  multi-worker run). Read from the distributed dataset's private flag: no public API says."""
+  strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+  distributed = strategy.distribute_datasets_from_function(lambda _: dataset_fn())
+  return distributed._enable_get_next_as_optional  # pylint: disable=protected-access
+
+
+def test_a_repeating_pipeline_is_declared_infinite_and_spares_the_per_batch_check():
+  def pipeline(repeat):
+    return transforms.training_pipeline(length_dataset(LENGTHS), transforms.Batching(4),
+                                        process_fn=_filter_process, repeat=repeat, seed=1)
+  assert pipeline(True).cardinality() == tf.data.INFINITE_CARDINALITY
+  assert pipeline(False).cardinality() == tf.data.UNKNOWN_CARDINALITY
+  assert not _iterator_checks_for_missing_data(lambda: pipeline(True))
+  assert _iterator_checks_for_missing_data(lambda: pipeline(False))  # the check it spares
+  epochs = transforms.whole_epochs(np.arange(7), _filter_process_ids, seed=0)
+  assert epochs.cardinality() == tf.data.INFINITE_CARDINALITY
+  assert len(list(epochs.take(20))) == 20
+
+
+def _filter_process_ids(dataset):
+  return dataset.filter(lambda element: element["id"] % 2 == 0)
+
+
+def test_an_endless_stream_that_ends_after_all_says_so():
+  ended = transforms.endless(tf.data.Dataset.range(3).filter(lambda x: x < 2))
+  with pytest.raises(tf.errors.FailedPreconditionError, match="infinite"):
+    list(ended)
+  known = tf.data.Dataset.range(3)  # known cardinalities are left as they are
+  assert transforms.endless(known) is known
