@@ -9,7 +9,9 @@ lengths (``parts/hifigan/losses.py``):
 * :meth:`HiFiGANLoss.discriminator_loss`: LSGAN, real audio pulled to 1 and the generator's
   (gradient stopped) to 0, summed over every sub-discriminator;
 * :meth:`HiFiGANLoss.compute_loss`: the generator's objective, ``adversarial +
-  feature_matching_weight * feature matching + mel_weight * mel L1`` (the paper's 2 and 45).
+  feature_matching_weight * feature matching + mel_weight * mel L1`` (the paper's 2 and 45)
+  ``+ stft_weight * multi-resolution STFT loss`` (Parallel WaveGAN's auxiliary loss, as
+  many HiFi-GAN recipes add it; 0, the paper's objective, by default).
 
 Real and generated audio go through each discriminator as one batch of ``2B`` (the same
 weights and masks; a spectrally normalized scale advances its power iteration once per
@@ -30,7 +32,7 @@ from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts.hifigan import (MultiPeriodDiscriminator, MultiScaleDiscriminator,
                                         discriminator_loss, feature_matching_loss,
                                         generator_adversarial_loss, log_mel_spectrogram,
-                                        mel_spectrogram_loss)
+                                        mel_spectrogram_loss, multi_resolution_stft_loss)
 from open_seq2seq.parts.hifigan.convs import NORMALIZATIONS
 from open_seq2seq.utils.component import LayerComponent
 from open_seq2seq.utils.params import Param
@@ -41,6 +43,14 @@ def _positive_ints(value: Any) -> bool:
 
 
 _positive_ints.type_name = "non-empty list of ints >= 1"
+
+
+def _resolutions(value: Any) -> bool:
+  return (isinstance(value, (list, tuple)) and len(value) > 0 and
+          all(_positive_ints(v) and len(v) == 3 for v in value))
+
+
+_resolutions.type_name = "non-empty list of [n_fft, hop_length, win_length] (ints >= 1)"
 
 
 def mel_options_of(features: Any, fmax: float | None = None) -> dict[str, Any]:
@@ -91,7 +101,20 @@ class HiFiGANLoss(LayerComponent):
       "mel_weight": Param(float, 45.0, "Weight of the mel-spectrogram L1."),
       "mel_fmax": Param((float, int, None), None, "Highest frequency of the mel loss's "
                         "filters (None: Nyquist, the paper's loss spectrogram)."),
+      "stft_weight": Param(float, 0.0, "Weight of the multi-resolution STFT loss (spectral "
+                           "convergence + log-magnitude L1, Parallel WaveGAN's); 0: off."),
+      "stft_resolutions": Param(_resolutions, [[1024, 120, 600], [2048, 240, 1200],
+                                               [512, 50, 240]],
+                                "[n_fft, hop_length, win_length] of each STFT of that loss "
+                                "(Parallel WaveGAN's at 24 kHz)."),
   }
+
+  @classmethod
+  def ignored_combinations(cls, params: dict[str, Any]) -> list[str]:
+    """Keys that change nothing with the other settings (one notice line each)."""
+    if "stft_resolutions" in params and not params.get("stft_weight"):
+      return ["stft_resolutions: ignored: stft_weight is 0, so the STFT loss is off"]
+    return []
 
   def __init__(self, params: dict[str, Any] | None = None, *, mode: str = "train",
                name: str = "loss", dtype: Any = "float32", features: Any = None):
@@ -103,6 +126,10 @@ class HiFiGANLoss(LayerComponent):
     if p["mel_fmax"] is not None and p["mel_fmax"] > features.sample_rate / 2:
       raise ConfigError(f"loss_params/mel_fmax: {p['mel_fmax']} Hz is above the Nyquist "
                         f"frequency {features.sample_rate / 2:g} Hz")
+    for n_fft, _, win_length in p["stft_resolutions"]:
+      if win_length > n_fft:
+        raise ConfigError(f"loss_params/stft_resolutions: win_length {win_length} is above "
+                          f"its n_fft {n_fft}; use a window no longer than the FFT")
     #: Keywords of log_mel_spectrogram: the data layer's STFT and filters.
     self.mel_options = mel_options_of(
         features, None if p["mel_fmax"] is None else float(p["mel_fmax"]))
@@ -169,10 +196,13 @@ class HiFiGANLoss(LayerComponent):
       matching += feature_matching_loss(on_real.feature_maps, on_fake.feature_maps,
                                         on_real.feature_masks)
     mel = mel_spectrogram_loss(real, fake, lengths, **self.mel_options)
-    total = (adversarial + self.params["feature_matching_weight"] * matching
-             + self.params["mel_weight"] * mel)
+    p = self.params
+    stft = (multi_resolution_stft_loss(real, fake, lengths, resolutions=p["stft_resolutions"])
+            if p["stft_weight"] else tf.constant(0.0, tf.float32))
+    total = (adversarial + p["feature_matching_weight"] * matching + p["mel_weight"] * mel
+             + p["stft_weight"] * stft)
     return {"adversarial": adversarial, "feature_matching": matching, "mel_l1": mel,
-            "total": total}
+            "stft": stft, "total": total}
 
   def compute_loss(self, input_dict: dict, training: bool = True
                    ) -> tuple[tf.Tensor, tf.Tensor]:

@@ -12,7 +12,9 @@ from open_seq2seq.parts.hifigan import (GENERATOR_PARAMS, HiFiGANGenerator,
                                         MultiPeriodDiscriminator, MultiScaleDiscriminator,
                                         discriminator_loss, feature_matching_loss,
                                         generator_adversarial_loss, generator_config,
-                                        log_mel_spectrogram, mel_spectrogram_loss)
+                                        log_mel_spectrogram, mel_spectrogram_loss,
+                                        multi_resolution_stft_loss)
+from open_seq2seq.parts.audio.spectrogram import window_function
 from open_seq2seq.parts.hifigan.convs import HiFiConv1D, HiFiConv1DTranspose
 from open_seq2seq.parts.hifigan.losses import FEATURE_MATCHING_WEIGHT, MEL_WEIGHT
 from open_seq2seq.utils.params import validate_params
@@ -191,12 +193,17 @@ def test_feature_matching_is_the_mean_absolute_difference_per_map_summed():
   assert feature_matching_loss(real, fake).numpy() > 1
 
 
-def test_mel_loss_is_zero_for_the_same_audio_positive_otherwise_and_ignores_padding():
+def two_tones():
+  """Two 800-sample tones at 4 kHz (300 and 700 Hz), and the same with a little noise."""
   rng = np.random.default_rng(0)
   t = np.arange(800) / 4000.0
   real = np.stack([0.5 * np.sin(2 * np.pi * 300 * t), 0.3 * np.sin(2 * np.pi * 700 * t)])
   real = real.astype(np.float32)
-  fake = (real + 0.05 * rng.standard_normal(real.shape)).astype(np.float32)
+  return real, (real + 0.05 * rng.standard_normal(real.shape)).astype(np.float32)
+
+
+def test_mel_loss_is_zero_for_the_same_audio_positive_otherwise_and_ignores_padding():
+  real, fake = two_tones()
   assert mel_spectrogram_loss(real, real, **MEL_OPTIONS).numpy() == 0.0
   loss = mel_spectrogram_loss(real, fake, **MEL_OPTIONS).numpy()
   assert loss > 0.1 and mel_spectrogram_loss(real, fake).dtype == tf.float32
@@ -212,14 +219,64 @@ def test_mel_loss_is_zero_for_the_same_audio_positive_otherwise_and_ignores_padd
   assert masked == pytest.approx(differences.mean(), rel=1e-5)
 
 
-def test_mel_loss_has_a_finite_gradient_where_the_audio_is_silent():
-  # |STFT| = 0 has no derivative; the loss's magnitude sqrt(|STFT|^2 + 1e-9) has one
+STFT_RESOLUTIONS = [[64, 16, 64], [32, 8, 24]]
+
+
+def numpy_stft_loss(real, fake, resolutions):
+  """Parallel WaveGAN's loss written out: per resolution, centred frames through a Hann
+  window of win_length zero-padded to n_fft, spectral convergence over all frames of all
+  utterances (lists of 1-D signals) + mean |log magnitude difference|; averaged."""
+  total = 0.0
+  for n_fft, hop, win in resolutions:
+    window = window_function("hann", win, n_fft).astype(np.float64)
+
+    def magnitudes(signals):
+      out = []
+      for x in signals:
+        x = np.pad(np.asarray(x, np.float64), (n_fft // 2, n_fft // 2))
+        frames = np.stack([x[i:i + n_fft] for i in range(0, len(x) - n_fft + 1, hop)])
+        out.append(np.sqrt(np.abs(np.fft.rfft(frames * window, axis=-1)) ** 2 + 1e-9))
+      return np.concatenate(out)
+
+    r, f = magnitudes(real), magnitudes(fake)
+    convergence = np.linalg.norm(r - f) / np.linalg.norm(r)
+    log_l1 = np.mean(np.abs(np.log(np.maximum(r, 1e-5)) - np.log(np.maximum(f, 1e-5))))
+    total += convergence + log_l1
+  return total / len(resolutions)
+
+
+def test_stft_loss_is_parallel_wavegans_and_ignores_padding():
+  real, fake = two_tones()
+  options = {"resolutions": STFT_RESOLUTIONS}
+  assert multi_resolution_stft_loss(real, real, **options).numpy() == 0.0
+  loss = multi_resolution_stft_loss(real, fake, **options)
+  assert loss.dtype == tf.float32 and loss.numpy() > 0.1
+  assert loss.numpy() == pytest.approx(numpy_stft_loss(real, fake, STFT_RESOLUTIONS),
+                                       rel=1e-4)
+  # a DC offset is one bin of a linear STFT: it costs the loss
+  assert multi_resolution_stft_loss(real, real + 0.1, **options).numpy() > 0.1
+  # the second utterance is 500 samples: garbage past them changes nothing, and the frames
+  # are those each utterance has alone
+  lengths = [800, 500]
+  masked = multi_resolution_stft_loss(padded(real, lengths), padded(fake, lengths, seed=2),
+                                      tf.constant(lengths), **options).numpy()
+  expected = numpy_stft_loss([real[0], real[1, :500]], [fake[0], fake[1, :500]],
+                             STFT_RESOLUTIONS)
+  assert masked == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize("loss", [
+    lambda real, fake: mel_spectrogram_loss(real, fake, **MEL_OPTIONS),
+    lambda real, fake: multi_resolution_stft_loss(real, fake, resolutions=STFT_RESOLUTIONS)],
+                         ids=["mel", "stft"])
+def test_spectral_losses_have_a_finite_gradient_where_the_audio_is_silent(loss):
+  # |STFT| = 0 has no derivative; the losses' magnitude sqrt(|STFT|^2 + 1e-9) has one
   noise = 0.1 * tf.random.stateless_normal([1, 160], seed=[0, 1])
   fake = tf.Variable(tf.concat([noise, tf.zeros([1, 160])], axis=1))
   real = tf.sin(tf.range(320, dtype=tf.float32) * 0.3)[None]
   with tf.GradientTape() as tape:
-    loss = mel_spectrogram_loss(real, fake, **MEL_OPTIONS)
-  gradient = tape.gradient(loss, fake).numpy()
+    value = loss(real, fake)
+  gradient = tape.gradient(value, fake).numpy()
   assert np.isfinite(gradient).all() and np.abs(gradient[0, :160]).max() > 0
 
 

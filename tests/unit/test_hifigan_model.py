@@ -15,7 +15,7 @@ from open_seq2seq.data import Text2SpeechDataLayer, VocoderDataLayer
 from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.errors import ConfigError, DataError
 from open_seq2seq.losses.hifigan_loss import utterance_distances
-from open_seq2seq.parts.hifigan import log_mel_spectrogram
+from open_seq2seq.parts.hifigan import log_mel_spectrogram, multi_resolution_stft_loss
 from open_seq2seq.outputs import CsvRows, WavFile
 from open_seq2seq.serving import export
 from open_seq2seq.training.evaluator import Evaluator, to_numpy
@@ -272,6 +272,7 @@ def test_the_generator_objective_is_the_papers_weighted_sum(trained):
   assert all(t.dtype == tf.float32 for t in terms.values())
   total = terms["adversarial"] + 2.0 * terms["feature_matching"] + 45.0 * terms["mel_l1"]
   np.testing.assert_allclose(float(terms["total"]), float(total), rtol=1e-5)
+  assert float(terms["stft"]) == 0.0  # stft_weight 0: the paper's objective
   assert float(terms["mel_l1"]) > 0.1 and float(terms["feature_matching"]) > 0
   loss_sum, weight, _ = model.compute_loss(batch, training=False)
   np.testing.assert_allclose(float(loss_sum) / float(weight), float(terms["total"]), rtol=1e-4)
@@ -332,12 +333,18 @@ def test_samples_and_interactive_outputs(corpus, trained, tmp_path):
 
 def test_the_loss_weights_are_the_configs(corpus):
   model, _ = build(corpus, "train", "float32", "--loss_params/mel_weight=10.0",
-                   "--loss_params/feature_matching_weight=0.0")
+                   "--loss_params/feature_matching_weight=0.0",
+                   "--loss_params/stft_weight=3.0",
+                   "--loss_params/stft_resolutions=[[128, 32, 96], [64, 16, 64]]")
   batch = next(iter(model.data_layer.build_dataset()))
   output = model.forward(batch, training=False)
-  terms = model.loss.generator_terms(output["audio"], *batch["target_tensors"], training=False)
-  np.testing.assert_allclose(float(terms["total"]),
-                             float(terms["adversarial"] + 10.0 * terms["mel_l1"]), rtol=1e-5)
+  audio, lengths = batch["target_tensors"]
+  terms = model.loss.generator_terms(output["audio"], audio, lengths, training=False)
+  stft = multi_resolution_stft_loss(audio, output["audio"], lengths,
+                                    resolutions=[[128, 32, 96], [64, 16, 64]])
+  assert float(terms["stft"]) == pytest.approx(float(stft), rel=1e-5) and float(stft) > 0.1
+  np.testing.assert_allclose(float(terms["total"]), float(
+      terms["adversarial"] + 10.0 * terms["mel_l1"] + 3.0 * terms["stft"]), rtol=1e-5)
 
 
 def test_mixed_precision_trains_with_float32_losses(corpus):
@@ -382,6 +389,11 @@ def test_the_loss_needs_the_model_and_refuses_bad_sizes(corpus):
     build(corpus, "train", "float32", "--loss_params/mel_fmax=6000")
   with pytest.raises(ConfigError, match=r"loss_params: .*groups 3 must divide"):
     build(corpus, "train", "float32", "--loss_params/scale_groups=[1, 3, 1]")
+  with pytest.raises(ConfigError, match=r"stft_resolutions: win_length 600 is above its "
+                                        r"n_fft 512"):
+    build(corpus, "train", "float32", "--loss_params/stft_resolutions=[[512, 128, 600]]")
+  with pytest.raises(ConfigError, match=r"stft_resolutions"):
+    build(corpus, "train", "float32", "--loss_params/stft_resolutions=[[512, 128]]")
 
 
 # ------------------------------------------------------------------------- configs
@@ -411,3 +423,16 @@ def test_v1_config_has_the_papers_sizes_and_settings(corpus):
   assert (features.sample_rate, features.n_fft, features.hop_length, features.num_mel,
           features.fmax, features.mel_type) == (22050, 1024, 256, 80, 8000.0, "slaney")
   assert model.loss.mel_options["fmax"] is None  # the loss spectrogram up to Nyquist
+
+
+def test_stft_resolutions_without_an_stft_weight_are_announced_as_ignored():
+  from open_seq2seq import slots  # pylint: disable=import-outside-toplevel
+  from open_seq2seq.losses import HiFiGANLoss  # pylint: disable=import-outside-toplevel
+  from open_seq2seq.models import HiFiGAN  # pylint: disable=import-outside-toplevel
+  resolutions = [[256, 64, 256]]
+  off = {"loss": HiFiGANLoss, "loss_params": {"stft_resolutions": resolutions}}
+  on = {"loss": HiFiGANLoss, "loss_params": {"stft_resolutions": resolutions,
+                                             "stft_weight": 2.0}}
+  assert "loss_params/stft_resolutions: ignored: stft_weight is 0, so the STFT loss is off" \
+      in slots.ignored_settings(HiFiGAN, off)
+  assert not any("stft" in line for line in slots.ignored_settings(HiFiGAN, on))
