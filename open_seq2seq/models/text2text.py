@@ -7,7 +7,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from open_seq2seq.data.description import DataDescription, TextDescription
-from open_seq2seq.data.text2text.text2text import split_tokens
+from open_seq2seq.data.text2text.corpus_ids import split_tokens
 from open_seq2seq.data.text2text.vocab import (NUM_SPECIAL_TOKENS, SpecialTextTokens,
                                                load_vocab, read_vocab_tokens)
 from open_seq2seq.errors import ConfigError

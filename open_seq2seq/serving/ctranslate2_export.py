@@ -46,7 +46,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from open_seq2seq.data.text2text.sentencepiece_model import SentencePieceVocab
-from open_seq2seq.data.text2text.text2text import split_tokens
+from open_seq2seq.data.text2text.corpus_ids import split_tokens
 from open_seq2seq.data.text2text.vocab import SpecialTextTokens
 from open_seq2seq.errors import ConfigError, DataError
 from open_seq2seq.models.text2text import Text2Text, detokenize

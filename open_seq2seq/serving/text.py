@@ -54,7 +54,7 @@ def _literal(text: str) -> str:
 
 
 def _split(lines: tf.Tensor, delimiter: str) -> tf.RaggedTensor:
-  """Tokens of each line, as :func:`open_seq2seq.data.text2text.text2text.split_tokens`."""
+  """Tokens of each line, as :func:`open_seq2seq.data.text2text.corpus_ids.split_tokens`."""
   if delimiter == "":
     return tf.strings.unicode_split(tf.strings.strip(lines), "UTF-8")
   if delimiter.isspace():

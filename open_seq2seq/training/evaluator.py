@@ -26,9 +26,9 @@ from open_seq2seq.models.model import Model
 from open_seq2seq.outputs import InferenceOutput
 from open_seq2seq.output_sink import OutputSink
 from open_seq2seq.training import moving_average, reporting
-from open_seq2seq.training.checkpoints import (CheckpointStore, model_checkpoint_object,
-                                               named_variables, non_finite,
-                                               restore_model_weights)
+from open_seq2seq.training.checkpoints import CheckpointStore
+from open_seq2seq.training.model_variables import (model_checkpoint_object, named_variables,
+                                                   non_finite, restore_model_weights)
 from open_seq2seq.training.reporting import format_number, log
 from open_seq2seq.training.restoring import model_mismatches
 

@@ -37,7 +37,7 @@ from typing import Any, Iterator, Mapping
 
 import tensorflow as tf
 
-from open_seq2seq.training.checkpoints import named_variables
+from open_seq2seq.training.model_variables import named_variables
 from open_seq2seq.training.reporting import log
 from open_seq2seq.training.restoring import variable_keys
 
@@ -68,7 +68,7 @@ class MovingAverage:
 
   def build(self, named: Mapping[str, Any], trained: list) -> None:
     """Creates a shadow of each variable of ``trained`` (under its name in ``named``, the
-    model's :func:`~open_seq2seq.training.checkpoints.named_variables`). Call under the
+    model's :func:`~open_seq2seq.training.model_variables.named_variables`). Call under the
     strategy's scope, in the same order on every process."""
     chosen = {id(v) for v in trained}
     for name, variable in named.items():

@@ -37,7 +37,7 @@ from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.models.model import Model
 from open_seq2seq.optimizers import freeze_filter, variable_path
 from open_seq2seq.training import step_summaries
-from open_seq2seq.training.checkpoints import named_variables
+from open_seq2seq.training.model_variables import named_variables
 from open_seq2seq.training.moving_average import CHECKPOINT_NAME, MovingAverage
 from open_seq2seq.training.reporting import log
 from open_seq2seq.training.run_params import run_settings

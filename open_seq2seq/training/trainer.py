@@ -19,10 +19,11 @@ from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.errors import ConfigError, DivergenceError
 from open_seq2seq.models.model import Model
 from open_seq2seq.training import reporting, stopping
-from open_seq2seq.training.checkpoints import (CheckpointStore, model_checkpoint_object,
-                                               named_variables, non_finite)
+from open_seq2seq.training.checkpoints import CheckpointStore
 from open_seq2seq.training.early_stopping import EarlyStopping
 from open_seq2seq.training.evaluator import Evaluator, to_numpy
+from open_seq2seq.training.model_variables import (model_checkpoint_object, named_variables,
+                                                   non_finite)
 from open_seq2seq.training.moving_average import announce_resume
 from open_seq2seq.training.reporting import Reporter, StepStats, every, log
 from open_seq2seq.training.restoring import model_mismatches

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from open_seq2seq.data.text2text.sentencepiece_model import (SPECIAL_TOKEN_OPTIONS,
                                                              SentencePieceVocab)
-from open_seq2seq.data.text2text.text2text import split_tokens
+from open_seq2seq.data.text2text.corpus_ids import split_tokens
 from open_seq2seq.data.text2text.tokenization import TextTokenization
 from open_seq2seq.data.text2text.vocab import special_vocab
 from open_seq2seq.models.text2text import ids_to_text

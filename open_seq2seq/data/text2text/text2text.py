@@ -11,6 +11,8 @@ import tensorflow as tf
 from open_seq2seq.data import global_batches, transforms
 from open_seq2seq.data.data_layer import DataLayer
 from open_seq2seq.data.description import TextDescription
+from open_seq2seq.data.text2text.corpus_ids import (UNK_ID, TokenizedSide, assemble,
+                                                    line_ids, split_tokens)
 from open_seq2seq.data.text2text.sentencepiece_model import SentencePieceVocab
 from open_seq2seq.data.text2text.tokenization import TextTokenization
 from open_seq2seq.data.text2text.text_files import outlier_warning, read_text_lines
@@ -20,38 +22,6 @@ from open_seq2seq.errors import ConfigError, DataError
 from open_seq2seq.utils.params import Param
 
 __all__ = ["ParallelTextDataLayer", "SpecialTextTokens", "read_text_lines", "split_tokens"]
-
-_EOS = SpecialTextTokens.EOS_ID.value
-_UNK = SpecialTextTokens.UNK_ID.value
-_S = SpecialTextTokens.S_ID.value
-
-
-def split_tokens(line: str, delimiter: str) -> list[str]:
-  """Tokens of a line: split on ``delimiter`` (any whitespace for " ", characters for "")."""
-  if delimiter == "":
-    return list(line.strip())
-  if delimiter.isspace():
-    return line.split()
-  return [t for t in line.strip().split(delimiter) if t]
-
-
-class _UnknownToUnk(dict):
-  """Token -> id map answering UNK_ID for unknown tokens (fast C-level lookups)."""
-
-  def __missing__(self, token: str) -> int:
-    return _UNK
-
-
-class _Side:
-  """One side (source or target) of the corpus, tokenized into flat int32 ids."""
-
-  def __init__(self, values: np.ndarray, lengths: np.ndarray):
-    self.values = values
-    self.lengths = lengths
-
-  def ragged(self) -> tf.RaggedTensor:
-    return tf.RaggedTensor.from_row_lengths(self.values, self.lengths.astype(np.int64))
-
 
 class ParallelTextDataLayer(DataLayer):
   """Pairs of tokenized sentences, line i of ``source_file`` with line i of ``target_file``.
@@ -180,37 +150,13 @@ class ParallelTextDataLayer(DataLayer):
     return pad_vocab_to_eight(seq2idx) if self.params["pad_vocab_to_eight"] else seq2idx
 
   def _line_ids(self, lines: list[str], source: bool) -> tuple[np.ndarray, np.ndarray]:
-    """A side's lines -> ``(token ids concatenated, tokens per line)``: encoded by the
-    side's SentencePiece model, else split by ``delimiter`` and looked up in its vocabulary."""
-    model = self._src_spm if source else self._tgt_spm
-    if model is not None:
-      return model.encode(lines)
-    delimiter = self.params["delimiter"]
-    token_lists = [split_tokens(line, delimiter) for line in lines]
-    lookup = _UnknownToUnk(self.src_seq2idx if source else self.tgt_seq2idx)
-    counts = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
-    flat_tokens = [t for tokens in token_lists for t in tokens]
-    token_ids = np.fromiter(map(lookup.__getitem__, flat_tokens), dtype=np.int32,
-                            count=len(flat_tokens))
-    return token_ids, counts
-
-  def _assemble(self, token_ids: np.ndarray, counts: np.ndarray, source: bool) -> _Side:
-    """Flat token ids + tokens per line -> a side with EOS (and <S>) added to every line,
-    vectorized over the whole corpus."""
-    start = 1 if source and self.params["use_start_token"] else 0
-    lengths = counts + start + 1
-    row_starts = np.cumsum(lengths) - lengths
-    values = np.full(int(lengths.sum()), _EOS, dtype=np.int32)
-    if start:
-      values[row_starts] = _S
-    # position of each token: its row's start + <S> + its index within the row
-    row_of_token = np.repeat(np.arange(len(counts)), counts)
-    index_in_row = np.arange(len(token_ids)) - np.repeat(np.cumsum(counts) - counts, counts)
-    values[row_starts[row_of_token] + start + index_in_row] = token_ids
-    return _Side(values, lengths.astype(np.int32))
+    """A side's lines -> (token ids concatenated, tokens per line); see corpus_ids.line_ids."""
+    if source:
+      return line_ids(lines, self._src_spm, self.params["delimiter"], self.src_seq2idx)
+    return line_ids(lines, self._tgt_spm, self.params["delimiter"], self.tgt_seq2idx)
 
   def _tokenize_file(self, path: str, key: str, source: bool,
-                     other_path: str | None) -> tuple[_Side, list[str]]:
+                     other_path: str | None) -> tuple[TokenizedSide, list[str]]:
     lines = read_text_lines(path, key)
     if not lines:
       raise DataError(f"{key} {path} is empty; it needs one sentence per line")
@@ -221,7 +167,7 @@ class ParallelTextDataLayer(DataLayer):
       fix = (f"remove it here and line {i + 1} of {other_path}" if other_path
              else "remove it or put text on it")
       raise DataError(f"{path}:{i + 1}: empty line; {fix}")
-    return self._assemble(token_ids, counts, source), lines
+    return assemble(token_ids, counts, source and self.params["use_start_token"]), lines
 
   def _read_corpus(self) -> None:
     p = self.params
@@ -311,7 +257,7 @@ class ParallelTextDataLayer(DataLayer):
       return None
     return self._target_lines[int(example_id)]
 
-  def _examples(self, source: _Side, target: _Side | None, table: bool = False):
+  def _examples(self, source: TokenizedSide, target: TokenizedSide | None, table: bool = False):
     """Unbatched dict elements ``source``/``source_length``/(``target``...)/``id`` (``table``:
     the columns they are sliced from)."""
     features = {"source": source.ragged(), "source_length": source.lengths,
@@ -386,15 +332,15 @@ class ParallelTextDataLayer(DataLayer):
     if not lines:
       raise DataError("interactive input is empty; give at least one sentence")
     token_ids, counts = self._line_ids(lines, True)
-    if self._src_spm is None and (token_ids == _UNK).any():
+    if self._src_spm is None and (token_ids == UNK_ID).any():
       # typed tokens the model never saw read as <UNK>: its answer then means nothing
       tokens = [t for line in lines for t in split_tokens(line, self.params["delimiter"])]
-      unknown = list(dict.fromkeys(t for t, i in zip(tokens, token_ids) if i == _UNK))
-      print(f"warning: {int((token_ids == _UNK).sum())} of {len(tokens)} input tokens are not "
+      unknown = list(dict.fromkeys(t for t, i in zip(tokens, token_ids) if i == UNK_ID))
+      print(f"warning: {int((token_ids == UNK_ID).sum())} of {len(tokens)} input tokens are not "
             f"in the source vocabulary ({', '.join(map(repr, unknown[:5]))}"
             f"{', ...' if len(unknown) > 5 else ''}): they read as <UNK>; the vocabulary is "
             f"{self.params['src_vocab_file']}", file=sys.stderr, flush=True)
-    source = self._assemble(token_ids, counts, source=True)
+    source = assemble(token_ids, counts, self.params["use_start_token"])
     return transforms.inference_pipeline(
         self._examples(source, None), self._batching(int(source.lengths.max())),
         prefetch_buffer_size=self.params["prefetch_buffer_size"])
