@@ -53,6 +53,9 @@ GROUPS: dict[str, dict[str, Param]] = {
         "num_epochs": Param(_STEPS, None,
                             "Number of passes over the training data (or max_steps)."),
         "bench_start": Param(int, 10, "With --benchmark, steps excluded as warm-up."),
+        "profile_steps": Param((list, None), None,
+                               "[first, last]: trace these global steps with TensorFlow's "
+                               "profiler (every worker; training/profiling.py)."),
     },
     "Logging": {
         "logdir": Param(str, "experiment", "Directory for checkpoints, summaries and logs."),

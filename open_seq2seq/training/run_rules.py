@@ -37,6 +37,12 @@ def check_run_settings(params: Mapping[str, Any], mode: str) -> None:
   if decay is not None and not 0.0 < decay < 1.0:
     raise ConfigError(f"moving_average_decay: must be between 0 and 1 (exclusive), usually "
                       f"close to 1 such as 0.9999; got {decay} (None turns it off)")
+  steps = params["profile_steps"]
+  if steps is not None:
+    whole = all(isinstance(v, int) and not isinstance(v, bool) for v in steps)
+    if len(steps) != 2 or not whole or not 1 <= steps[0] <= steps[1]:
+      raise ConfigError(f"profile_steps: must be [first, last] global steps with "
+                        f"1 <= first <= last, got {steps!r}")
   if params["bench_start"] < 0:
     raise ConfigError(f"bench_start: must be at least 0, got {params['bench_start']}")
 

@@ -25,6 +25,7 @@ from open_seq2seq.training.evaluator import Evaluator, to_numpy
 from open_seq2seq.training.model_variables import (model_checkpoint_object, named_variables,
                                                    non_finite)
 from open_seq2seq.training.moving_average import announce_resume
+from open_seq2seq.training.profiling import StepProfiler, profiled_steps
 from open_seq2seq.training.reporting import Reporter, StepStats, every, log
 from open_seq2seq.training.restoring import model_mismatches
 from open_seq2seq.training.run_params import run_settings
@@ -217,9 +218,10 @@ class Trainer:
           f"({reporting.counted(steps_per_epoch, 'step')} per epoch, "
           f"{self.backend.num_replicas} replica(s), backend {self.backend.name})")
     try:
-      with stopping.deferred():
+      with stopping.deferred(), profiled_steps(self.params["profile_steps"], self.logdir,
+                                               self.backend.worker_index) as profiler:
         last = self._loop(max_steps, reporter, self._samples_fn(first), eval_layer,
-                          saving=not benchmark_steps)
+                          saving=not benchmark_steps, profiler=profiler)
     except KeyboardInterrupt as e:
       if not benchmark_steps:
         self.store.save(self.global_step)
@@ -253,14 +255,15 @@ class Trainer:
 
     return samples
 
-  def _loop(self, max_steps: int, reporter: Reporter, samples, eval_layer,
-            saving: bool) -> dict[str, float]:
+  def _loop(self, max_steps: int, reporter: Reporter, samples, eval_layer, saving: bool,
+            profiler: StepProfiler) -> dict[str, float]:
     train_step = self.step.function()
     step = self.global_step
     last: dict[str, float] = {}
     consecutive_skips = 0
     first_loss: float | None = None
     while step < max_steps:
+      profiler.before(step + 1)
       start = time.time()
       outputs = train_step(self._data_iterator, tf.constant(stopping.vote()))
       stopping.stop(float(outputs.pop("stop_votes")))  # all workers stop after this step
@@ -268,6 +271,7 @@ class Trainer:
       values = {k: v.numpy() for k, v in outputs.items()}
       step = self.global_step
       reporter.stats.add(time.time() - start, int(values["units"]))
+      profiler.after(step)
       self._report_group_skips(step, values)
       if values["skipped"]:
         consecutive_skips += 1

@@ -125,6 +125,10 @@ def test_training_needs_steps_or_epochs():
     ("save_summaries_steps", 0, "save_summaries_steps: must be at least 1"),
     ("eval_batch_size_per_gpu", 0, "eval_batch_size_per_gpu: must be at least 1"),
     ("bench_start", -1, "bench_start: must be at least 0"),
+    ("profile_steps", [5], r"profile_steps: must be \[first, last\].*got \[5\]"),
+    ("profile_steps", [0, 3], r"profile_steps: must be .*1 <= first <= last, got \[0, 3\]"),
+    ("profile_steps", [6, 5], r"profile_steps: .*got \[6, 5\]"),
+    ("profile_steps", [1.5, 3], r"profile_steps: .*got \[1.5, 3\]"),
 ])
 def test_counts_and_periods_out_of_range_are_rejected(key, value, message):
   bad = dict(BASE, **{key: value})
