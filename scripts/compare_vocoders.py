@@ -12,7 +12,8 @@ keys predicts), and those frames back into a waveform by
 * Griffin-Lim: ``SpectrogramFeatures.to_audio`` (exp, mel to linear through the filterbank's
   pseudo-inverse, ``--griffin_lim_iters`` iterations), as the Tacotron models vocode;
 * HiFi-GAN: the generator of the run in ``--logdir`` (its newest checkpoint, ``--best``: the
-  best one).
+  best one; the moving averages of its weights when the config sets
+  ``moving_average_decay``, as eval and infer use them).
 
 Each system's audio is compared with the recording, frame by frame (the same frames, no time
 warping): the mel-cepstral distortion in dB (``open_seq2seq/parts/audio/mel_cepstrum.py``:
@@ -100,8 +101,10 @@ def compare(args: argparse.Namespace) -> dict:
                       f"HiFi-GAN vocoder")
   checkpoint = checkpoint_for_eval(args.logdir, args.best)
   model = base_model(configs["eval"], "eval")
-  # eval builds the generator alone: the checkpoint's discriminators are left unread
-  evaluator = Evaluator(model, Backend(), count_unused=False)
+  # eval builds the generator alone: the checkpoint's discriminators are left unread; a run
+  # trained with moving_average_decay is judged on its averages, as its evals and infer are
+  evaluator = Evaluator(model, Backend(), count_unused=False,
+                        moving_average_decay=configs["eval"]["moving_average_decay"])
   evaluator.restore_for(model.data_layer, checkpoint)
   features = model.features
   hop = features.hop_length

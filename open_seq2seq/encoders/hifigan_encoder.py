@@ -61,7 +61,7 @@ class HiFiGANEncoder(Encoder):
           upsample_initial_channel=p["upsample_initial_channel"], resblock=p["resblock"],
           resblock_kernel_sizes=p["resblock_kernel_sizes"],
           resblock_dilation_sizes=p["resblock_dilation_sizes"], weight_norm=p["weight_norm"],
-          dtype=self.dtype_policy, name="generator")
+          remove_dc=p["remove_dc"], dtype=self.dtype_policy, name="generator")
     except ConfigError as e:
       raise ConfigError(f"{self.PARAMS_KEY}/{e}") from None
     if hop_length is not None and self.generator.hop_length != hop_length:

@@ -105,6 +105,35 @@ def test_generator_output_is_frames_times_hop_and_ignores_the_batch_padding(resb
   assert np.abs(audio[0]).max() > 0  # not trivially zero
 
 
+def test_remove_dc_zeroes_each_utterances_mean_over_its_valid_samples_only():
+  mel = np.random.default_rng(3).standard_normal([3, 9, MELS]).astype(np.float32)
+  lengths = [9, 5, 2]
+  batch = padded(mel, lengths)
+  outputs = {}
+  for remove_dc in (False, True):
+    keras.utils.set_random_seed(0)  # the same weights both times
+    generator = tiny_generator(remove_dc=remove_dc, upsample_initial_channel=32)
+    generator.build()
+    for v in generator.weights:  # large enough weights for a clear offset to remove
+      if "kernel_g" in v.path:
+        v.assign(4.0 * v)
+    outputs[remove_dc] = (generator(batch, tf.constant(lengths)).numpy(),
+                          generator(mel[1:2, :5]).numpy()[0])
+  (plain, plain_alone), (centred, centred_alone) = outputs[False], outputs[True]
+  means = [plain[b, :n * HOP].mean() for b, n in enumerate(lengths)]
+  assert min(abs(m) for m in means) > 1e-3, means  # there is an offset to remove
+  for b, n in enumerate(lengths):
+    valid = slice(0, n * HOP)
+    assert abs(centred[b, valid].mean()) < 1e-6 * np.abs(plain[b, valid]).max() + 1e-7
+    # the waveform minus its own mean: nothing else changes ...
+    np.testing.assert_allclose(centred[b, valid], plain[b, valid] - means[b], atol=1e-6)
+    # ... and the padding stays silent
+    assert not centred[b, n * HOP:].any() and not plain[b, n * HOP:].any()
+  # an utterance alone (no lengths: every sample valid) gets the same as in the batch
+  np.testing.assert_allclose(centred_alone, centred[1, :5 * HOP], atol=1e-5)
+  np.testing.assert_allclose(plain_alone, plain[1, :5 * HOP], rtol=1e-4, atol=1e-6)
+
+
 def test_generator_mixed_bfloat16_gives_finite_float32_audio():
   keras.utils.set_random_seed(0)
   generator = tiny_generator(1, dtype="mixed_bfloat16")

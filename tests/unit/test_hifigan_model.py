@@ -214,6 +214,32 @@ def test_kernels_are_the_papers_unless_an_initializer_is_set(corpus):
     np.testing.assert_allclose(gain, np.sqrt(kernel.size), rtol=1e-6)  # one output channel
 
 
+def test_encoder_remove_dc_centres_each_utterance_in_training_and_eval(corpus):
+  """``encoder_params/remove_dc`` reaches the generator: with it, every utterance's output
+  has mean ~0 over its valid samples (training segments and eval's whole padded clips);
+  without it (the default) the same weights give the same waveforms plus their means."""
+  outputs = {}
+  for remove_dc in (False, True):
+    for mode in ("train", "eval"):
+      model, _ = build(corpus, mode, "float32", f"--encoder_params/remove_dc={remove_dc}")
+      assert model.encoder.generator.remove_dc is remove_dc
+      batch = next(iter(model.data_layer.build_dataset()))
+      model.encoder.build()
+      for v in model.encoder.weights:  # the same weights in every model, a clear offset
+        v.assign(tf.fill(v.shape, 0.0 if "bias" in v.path else 0.5))
+      out = model.forward(batch, training=False)
+      outputs[remove_dc, mode] = (out["audio"].numpy(), out["audio_lengths"].numpy())
+  for mode in ("train", "eval"):
+    (plain, lengths), (centred, _) = outputs[False, mode], outputs[True, mode]
+    assert len(set(lengths.tolist())) > 1 or mode == "train"
+    for b, n in enumerate(lengths):
+      assert abs(plain[b, :n].mean()) > 1e-3  # an offset to remove
+      assert abs(centred[b, :n].mean()) < 1e-5
+      np.testing.assert_allclose(centred[b, :n], plain[b, :n] - plain[b, :n].mean(),
+                                 atol=1e-5)
+      assert not centred[b, n:].any()
+
+
 # ------------------------------------------------------------------------- the model
 
 @pytest.fixture(scope="module")

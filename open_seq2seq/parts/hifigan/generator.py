@@ -14,6 +14,13 @@ utterance's first ``lengths * hop_length`` samples equal those it gets alone, wh
 batch's padding; the samples past them are zero. No receptive-field margin is lost: the
 equality holds up to the last sample (to float rounding).
 
+**DC removal.** The mel frames carry no information about a constant offset (the mel
+filters give the DC bin no weight), so nothing in the mel loss stops the generator from
+inventing one. ``remove_dc=True`` subtracts each utterance's mean over its valid samples
+(``lengths * hop_length``; all samples without ``lengths``) from the output, in training and
+inference alike; the padding stays zero, and the samples may then exceed [-1, 1] by that
+mean.
+
 **Weight norm** is on by default (the paper's); ``weight_norm=False`` trains plain kernels.
 **Mixed precision**: everything runs in the layer's compute dtype; the waveform is float32.
 """
@@ -82,6 +89,8 @@ GENERATOR_PARAMS = {
     "resblock_dilation_sizes": Param((_lists_of_positive_ints, None), None,
                                      "Dilations of each parallel residual block."),
     "weight_norm": Param(bool, True, "Weight-normalize every convolution (the paper's)."),
+    "remove_dc": Param(bool, False, "Subtract each utterance's mean over its valid samples "
+                       "from the output (the mel frames carry no DC)."),
 }
 
 
@@ -165,6 +174,7 @@ class HiFiGANGenerator(keras.layers.Layer):
     upsample_rates, upsample_kernel_sizes, upsample_initial_channel, resblock,
       resblock_kernel_sizes, resblock_dilation_sizes: override the preset (None: keep it).
     weight_norm: weight-normalize the convolutions.
+    remove_dc: subtract each utterance's mean over its valid samples from the output.
   """
 
   def __init__(self, preset: str = "v1", num_mels: int = 80,
@@ -173,8 +183,9 @@ class HiFiGANGenerator(keras.layers.Layer):
                upsample_initial_channel: int | None = None, resblock: int | None = None,
                resblock_kernel_sizes: Sequence[int] | None = None,
                resblock_dilation_sizes: Sequence[Sequence[int]] | None = None,
-               weight_norm: bool = True, **kwargs: Any):
+               weight_norm: bool = True, remove_dc: bool = False, **kwargs: Any):
     super().__init__(**kwargs)
+    self.remove_dc = remove_dc
     config = generator_config(
         preset, upsample_rates=upsample_rates, upsample_kernel_sizes=upsample_kernel_sizes,
         upsample_initial_channel=upsample_initial_channel, resblock=resblock,
@@ -241,5 +252,18 @@ class HiFiGANGenerator(keras.layers.Layer):
         fused += block(x, lengths, training=training)
       x = fused / len(blocks)
     x = self.conv_post(tf.nn.leaky_relu(x, POST_LRELU_SLOPE), lengths, training=training)
-    audio = apply_mask(tf.tanh(x), lengths)
-    return tf.cast(audio[..., 0], tf.float32)
+    audio = tf.cast(apply_mask(tf.tanh(x), lengths)[..., 0], tf.float32)
+    if self.remove_dc:
+      audio = remove_mean(audio, lengths)
+    return audio
+
+
+def remove_mean(audio: tf.Tensor, lengths: tf.Tensor | None = None) -> tf.Tensor:
+  """``audio`` [B, S] minus each row's mean over its first ``lengths`` [B] samples (None:
+  all S), zero past them."""
+  if lengths is None:
+    return audio - tf.reduce_mean(audio, axis=1, keepdims=True)
+  mask = tf.sequence_mask(lengths, tf.shape(audio)[1], dtype=audio.dtype)
+  mean = tf.math.divide_no_nan(tf.reduce_sum(audio * mask, axis=1, keepdims=True),
+                               tf.reduce_sum(mask, axis=1, keepdims=True))
+  return (audio - mean) * mask
