@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from open_seq2seq.training.reporting import log
 
+
 def trace_dir(logdir: str, worker_index: int) -> str:
   """Where worker ``worker_index`` writes its trace."""
   return logdir if worker_index == 0 else os.path.join(logdir, f"worker-{worker_index}")
