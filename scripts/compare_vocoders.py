@@ -13,7 +13,8 @@ keys predicts), and those frames back into a waveform by
   pseudo-inverse, ``--griffin_lim_iters`` iterations), as the Tacotron models vocode;
 * HiFi-GAN: the generator of the run in ``--logdir`` (its newest checkpoint, ``--best``: the
   best one; the moving averages of its weights when the config sets
-  ``moving_average_decay``, as eval and infer use them).
+  ``moving_average_decay``, as eval and infer use them), built as the run was trained: its
+  overrides (``<logdir>/overrides.yaml``) apply again, as for ``run.py --mode=eval``.
 
 Each system's audio is compared with the recording, frame by frame (the same frames, no time
 warping): the mel-cepstral distortion in dB (``open_seq2seq/parts/audio/mel_cepstrum.py``:
@@ -41,7 +42,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--config_file", required=True, help="the HiFi-GAN run's config")
   parser.add_argument("--logdir", required=True, help="the trained run's directory")
-  parser.add_argument("--csv", help="clips to vocode (default: the config's eval set)")
+  parser.add_argument("--csv", help="clips to vocode, a name|raw|normalized CSV whose audio "
+                      "is <its folder>/wavs/<name>.wav (default: the config's eval set)")
   parser.add_argument("--best", action="store_true", help="restore the best checkpoint")
   parser.add_argument("--griffin_lim_iters", type=int, default=50,
                       help="Griffin-Lim iterations (default 50, as the Tacotron models)")
@@ -80,10 +82,10 @@ def compare(args: argparse.Namespace) -> dict:
   # pylint: disable=import-outside-toplevel
   import numpy as np
   import tensorflow as tf
-  from open_seq2seq.config import load_config
   from open_seq2seq.distributed.backend import Backend
   from open_seq2seq.errors import ConfigError
   from open_seq2seq.losses.hifigan_loss import utterance_distances
+  from open_seq2seq.run_settings import load_with_the_runs_settings
   from open_seq2seq.training.checkpoints import checkpoint_for_eval
   from open_seq2seq.training.evaluator import Evaluator, to_numpy
 
@@ -94,8 +96,16 @@ def compare(args: argparse.Namespace) -> dict:
   if args.csv:
     if not os.path.isfile(args.csv):
       raise ConfigError(f"--csv {args.csv}: no such file")
-    overrides.append(f"--data_layer_params/dataset_files=['{args.csv}']")
-  base_model, configs = load_config(args.config_file, "eval", overrides)
+    # a corpus in the LJSpeech layout: the audio is <folder of the CSV>/wavs/<name>.wav
+    overrides += [f"--data_layer_params/dataset_files=['{args.csv}']",
+                  f"--data_layer_params/dataset_location="
+                  f"{os.path.dirname(os.path.abspath(args.csv))}"]
+  # the run's own overrides (overrides.yaml) apply again, as for run.py --mode=eval: the
+  # generator is built as it was trained
+  base_model, configs, notices, _, _ = load_with_the_runs_settings(
+      args.config_file, "eval", overrides, None, False)
+  for line in notices:
+    print(line, file=sys.stderr)
   if not hasattr(base_model, "mcd_frames"):
     raise ConfigError(f"{args.config_file}: base_model is {base_model.__name__}, not a "
                       f"HiFi-GAN vocoder")
