@@ -115,3 +115,44 @@ def test_missing_files_and_recognizer_are_one_line_errors(sets, tmp_path):
   assert result.returncode == 2
   assert result.stderr.strip() == ("error: the recognizer is PyPI's pocketsphinx, not "
                                    "installed: pip install -e .[tts-eval] (or .[test])")
+
+
+PLOT = os.path.join(ROOT, "scripts", "plot_spectrograms.py")
+
+
+def test_spectrogram_picture_of_two_systems(sets, tmp_path):
+  """scripts/plot_spectrograms.py draws the same clips of two sets (16 kHz speech, 8 kHz
+  tones and noise) as one PNG, a row per system and a column per clip, in the band both
+  have; a clip one set lacks is a one-line error."""
+  from matplotlib.image import imread
+  output = tmp_path / "voices.png"
+  result = subprocess.run([sys.executable, PLOT, f"--output={output}", "--clips=s0,s1",
+                           "--systems", f"speech={sets['speech']},noise={sets['noise']}"],
+                          capture_output=True, text=True, timeout=300, env=ENV)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.strip() == f"{output}: 2 systems x 2 clips, 0-4 kHz"
+  picture = imread(str(output))
+  assert picture.ndim == 3 and picture.shape[0] > 300 and picture.shape[1] > 600
+  assert picture[..., :3].std() > 0.1  # drawn, not blank
+  result = subprocess.run([sys.executable, PLOT, f"--output={tmp_path / 'x.png'}",
+                           "--clips=s0,nope", "--systems", f"speech={sets['speech']}"],
+                          capture_output=True, text=True, timeout=300, env=ENV)
+  assert result.returncode == 2 and not (tmp_path / "x.png").exists()
+  assert result.stderr.startswith(f"error: speech ({sets['speech']}) has no clip named "
+                                  "nope; it has 6, e.g. s0, s1, s2"), result.stderr
+  assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_spectrogram_bins_and_frames():
+  plot = load_script("plot_spectrograms")
+  rate = 8000
+  t = np.arange(rate) / rate  # one second of 1 kHz plus a weaker 3 kHz
+  audio = (np.sin(2 * np.pi * 1000 * t) + 0.1 * np.sin(2 * np.pi * 3000 * t)).astype(np.float32)
+  power, freqs = plot.power_spectrogram(audio, rate, max_hz=2000.0)
+  assert freqs[-1] <= 2000.0 and power.shape[0] == len(freqs)
+  assert power.shape[1] == 1 + (rate - 200) // 80  # whole 25 ms windows every 10 ms
+  assert abs(freqs[power[:, 10].argmax()] - 1000.0) <= rate / 256
+  full, full_freqs = plot.power_spectrogram(audio, rate, max_hz=4000.0)
+  strong = full[np.abs(full_freqs - 1000.0).argmin(), 10]
+  weak = full[np.abs(full_freqs - 3000.0).argmin(), 10]
+  assert 15.0 < 10 * np.log10(strong / weak) < 25.0  # 20 dB apart, within the window's leakage

@@ -18,6 +18,7 @@ SCRIPTS = {
     "import_librispeech": (["--source_dir", "LibriSpeech"], "--output_dir", True),
     "make_speech_commands": ([], "--output_dir", True),
     "make_synthetic_speech": ([], "--output_dir", True),
+    "plot_spectrograms": (["--systems", "a=a.csv"], "--output", False),
 }
 
 
