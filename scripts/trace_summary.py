@@ -24,10 +24,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _worker_dirs(logdir: str) -> list[tuple[str, str]]:
-  others = sorted(glob.glob(os.path.join(logdir, "worker-*")),
-                  key=lambda d: int(d.rsplit("-", 1)[-1]) if d.rsplit("-", 1)[-1].isdigit()
-                  else 0)
-  return [("chief", logdir)] + [(os.path.basename(d), d) for d in others]
+  """The chief's logdir, then each ``worker-<i>`` folder that profiling.py wrote, by i."""
+  others = {}
+  for directory in glob.glob(os.path.join(logdir, "worker-*")):
+    index = directory.rsplit("-", 1)[-1]
+    if index.isdigit():
+      others[int(index)] = directory
+  return [("chief", logdir)] + [(f"worker-{i}", others[i]) for i in sorted(others)]
 
 
 def main() -> int:

@@ -104,3 +104,12 @@ def test_profile_steps_traces_exactly_the_steps_named(tmp_path):
   steps, ops = step_traces.read_events(step_traces.latest_trace(str(tmp_path)))
   assert len(steps) == 3  # steps 2, 3 and 4
   assert any(kind == "_MklMatMul" or "MatMul" in kind for _, _, kind in ops)
+
+
+def test_trace_summary_reads_the_chief_then_workers_by_number(tmp_path):
+  from tests.helpers.speech import load_script
+  for name in ("worker-10", "worker-2", "worker-x", "worker-1"):
+    os.makedirs(tmp_path / name)
+  found = load_script("trace_summary")._worker_dirs(str(tmp_path))
+  assert [name for name, _ in found] == ["chief", "worker-1", "worker-2", "worker-10"]
+  assert found[0][1] == str(tmp_path) and found[3][1] == str(tmp_path / "worker-10")
