@@ -37,7 +37,8 @@ class JointCTCAttentionDecoder(Decoder):
       "attn_decoder_params": Param(dict, {}, "Parameters of the attention decoder."),
       "ctc_decoder": Param(callable_or_class, FullyConnectedCTCDecoder, "CTC decoder class."),
       "ctc_decoder_params": Param(dict, {}, "Parameters of the CTC decoder."),
-      "beam_search_params": Param(dict, {}, "Merged into attn_decoder_params (beam_width)."),
+      "beam_search_params": Param(dict, {}, "Merged into attn_decoder_params (beam_width, "
+                                  "beam_stop, beam_finish)."),
       "language_model_params": Param(dict, {}, "Merged into attn_decoder_params "
                                      "(use_language_model)."),
       "GO_SYMBOL": Param((int, None), None, "Id fed first (default: the data layer's <S>)."),

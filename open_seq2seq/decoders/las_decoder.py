@@ -33,7 +33,8 @@ unless the params set them.
 
 **Prediction** (no targets): at most as many characters as the encoder's output has frames
 (OpenSeq2Seq's bound), greedily, or, in infer mode with ``beam_width`` > 1, by beam search
-(no length penalty, as OpenSeq2Seq). Returns ``"outputs"`` [B, T'] int32 (``END_SYMBOL``
+(no length penalty, as OpenSeq2Seq; ``beam_stop`` and ``beam_finish`` as the translation
+decoders'). Returns ``"outputs"`` [B, T'] int32 (``END_SYMBOL``
 after the end), ``"final_sequence_lengths"`` (characters including ``END_SYMBOL``) and
 ``"scores"`` (summed log-probability of the chosen transcript).
 """
@@ -45,7 +46,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from open_seq2seq.decoders.decoder import MemoryDepthDecoder
+from open_seq2seq.decoders.decoder import BEAM_FINISH, BEAM_STOP, MemoryDepthDecoder
 from open_seq2seq.errors import ConfigError
 from open_seq2seq.parts import beam_search
 from open_seq2seq.parts.rnns.attention import (AttentionDecoderCell, AttentionMemory,
@@ -117,6 +118,8 @@ class ListenAttendSpellDecoder(MemoryDepthDecoder):
       "pos_embedding": Param(bool, False, "Add learned position embeddings to the encoder's "
                              "outputs and to the decoder's inputs."),
       "beam_width": Param(int, 1, "Infer mode: beam width (1: greedy; eval is greedy)."),
+      "beam_stop": BEAM_STOP,
+      "beam_finish": BEAM_FINISH,
       "use_language_model": Param(bool, False, "Must be False: no external language model for "
                                   "the attention decoder."),
   }
@@ -292,7 +295,8 @@ class ListenAttendSpellDecoder(MemoryDepthDecoder):
     else:
       result = beam_search.beam_search(step, go, beam_width, decode_lengths, self.vocab_size,
                                        0.0, self.end_symbol, states=state,
-                                       pad_id=self.end_symbol)
+                                       pad_id=self.end_symbol, stop=self.params["beam_stop"],
+                                       finish=self.params["beam_finish"])
       ids, scores, lengths = result.ids[:, 0], result.scores[:, 0], result.lengths[:, 0]
     return {"outputs": ids, "final_sequence_lengths": lengths, "scores": scores,
             "src_lengths": src_lengths}

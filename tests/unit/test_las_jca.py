@@ -328,3 +328,32 @@ def test_attention_decoder_without_autoregressive_targets_is_a_config_error(corp
   config["data_layer_params"]["autoregressive"] = False
   with pytest.raises(ConfigError, match="autoregressive"):
     speech.build_model(config, "train")
+
+
+def test_beam_stop_and_finish_reach_the_search(monkeypatch):
+  """beam_stop / beam_finish (the translation decoders' rules) are the LAS beam search's own,
+  also through the joint decoder's beam_search_params; a rule not offered is refused."""
+  from open_seq2seq.parts import beam_search
+  seen = []
+  search = beam_search.beam_search
+
+  def spy(*args, **kwargs):
+    seen.append((kwargs["stop"], kwargs["finish"]))
+    return search(*args, **kwargs)
+
+  monkeypatch.setattr(beam_search, "beam_search", spy)
+  enc = memory()
+  decoder = make_decoder(mode="infer", beam_width=3, beam_stop="current", beam_finish="top_k")
+  decoder({"encoder_output": enc}, training=False)
+  plain = make_decoder(mode="infer", beam_width=3)
+  plain({"encoder_output": enc}, training=False)
+  assert seen == [("current", "top_k"), ("bound", "any")]
+  idx2char = {i: c for i, c in enumerate("abcdefgh")}
+  idx2char.update({GO: "<S>", END: "</S>"})
+  joint = JointCTCAttentionDecoder(
+      {"attn_decoder_params": las_params(),
+       "beam_search_params": {"beam_width": 2, "beam_finish": "top_k"}},
+      vocab_size=VOCAB, idx2char=idx2char, go_symbol=GO, end_symbol=END, mode="infer")
+  assert joint.attn_decoder.params["beam_finish"] == "top_k"
+  with pytest.raises(ConfigError, match="beam_finish"):
+    make_decoder(mode="infer", beam_finish="best")
