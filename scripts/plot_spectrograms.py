@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     raise failure(f"--db_range must be positive, got {args.db_range:g}")
   if args.max_hz is not None and args.max_hz <= 0:
     raise failure(f"--max_hz must be positive, got {args.max_hz:g}")
+  from open_seq2seq.utils.quiet_start import start_script_quietly
+  start_script_quietly()  # after argparse: the toolkit's package imports TensorFlow
   from open_seq2seq.utils.io import exit_if_unwritable
   exit_if_unwritable(args.output, "--output")
   systems = intelligibility.parse_systems(args.systems)
