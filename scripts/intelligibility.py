@@ -109,15 +109,20 @@ def normalize(text: str) -> str:
   return " ".join(word.strip("'") for word in text.split() if word.strip("'"))
 
 
-def load_audio(path: str) -> tuple[np.ndarray, int]:
-  """16-bit PCM at 16 kHz, mono, and the file's own sample rate."""
+def read_mono(path: str) -> tuple[np.ndarray, int]:
+  """Float32 samples mixed to mono and the file's sample rate; exits on an unreadable file."""
   import soundfile
-  from scipy.signal import resample_poly
   try:
     audio, rate = soundfile.read(path, dtype="float32", always_2d=True)
   except (RuntimeError, soundfile.LibsndfileError) as e:
     raise failure(f"{path}: not a readable audio file ({e})") from None
-  audio = audio.mean(axis=1)
+  return audio.mean(axis=1), int(rate)
+
+
+def load_audio(path: str) -> tuple[np.ndarray, int]:
+  """16-bit PCM at 16 kHz, mono, and the file's own sample rate."""
+  from scipy.signal import resample_poly
+  audio, rate = read_mono(path)
   if rate != RATE:
     common = math.gcd(rate, RATE)
     audio = resample_poly(audio, RATE // common, rate // common)

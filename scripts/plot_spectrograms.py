@@ -26,23 +26,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import intelligibility  # noqa: E402  pylint: disable=wrong-import-position
+from intelligibility import failure, read_mono  # noqa: E402  pylint: disable=wrong-import-position
 
 WINDOW_S = 0.025
 HOP_S = 0.010
-
-
-def failure(message: str) -> SystemExit:
-  return intelligibility.failure(message)
-
-
-def read_audio(path: str) -> tuple[np.ndarray, int]:
-  """Mono float32 samples and the file's sample rate; exits on an unreadable file."""
-  import soundfile
-  try:
-    audio, rate = soundfile.read(path, dtype="float32", always_2d=True)
-  except (RuntimeError, soundfile.LibsndfileError) as e:
-    raise failure(f"{path}: not a readable audio file ({e})") from None
-  return audio.mean(axis=1), int(rate)
 
 
 def power_spectrogram(audio: np.ndarray, rate: int, max_hz: float
@@ -124,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
       raise failure(f"{system} ({path}) has no clip named {', '.join(missing)}; it has "
                     f"{len(clips)}, e.g. {', '.join(list(clips)[:3])}")
-  audio = [[read_audio(clips[n].wav) for n in names] for clips in sets]
+  audio = [[read_mono(clips[n].wav) for n in names] for clips in sets]
   max_hz = args.max_hz or min(rate / 2.0 for row in audio for _, rate in row)
   panels = [[power_spectrogram(samples, rate, max_hz) + (len(samples) / rate,)
              for samples, rate in row] for row in audio]
