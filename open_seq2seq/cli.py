@@ -94,7 +94,9 @@ def run(argv: list[str]) -> int:
     if args.export_quantization and args.export_format != "ctranslate2":
       raise ConfigError("--export_quantization: only for --export_format=ctranslate2")
     _check_output_path(args.export_dir, "--export_dir", directory=True)
+  from open_seq2seq.training import graph_optimizations
   from open_seq2seq.training.run_params import run_settings
+  graph_optimizations.apply(main_cfg["graph_optimizations"])
   backend = make_backend(run_settings(main_cfg), cpu_towers=args.cpu_towers)
   from open_seq2seq.utils.quiet_start import consume_onednn_dtype_notice
   consume_onednn_dtype_notice()  # devices are set up: TensorFlow's informational ERROR line

@@ -9,8 +9,9 @@ line's own, which still win, each displaced value named in a notice. So
 ``--mode=eval --logdir=runs/deeper`` evaluates the 3-layer encoder ``runs/deeper`` was trained
 with, without repeating ``--encoder_params/encoder_layers=3``.
 
-What is not remembered: ``logdir`` (it is where the file is) and the devices the run used
-(``num_gpus``, ``gpu_ids``, ``use_horovod``, ``allreduce_dtype``): an eval may run elsewhere.
+What is not remembered: ``logdir`` (it is where the file is), the devices the run used
+(``num_gpus``, ``gpu_ids``, ``use_horovod``, ``allreduce_dtype``: an eval may run elsewhere)
+and ``graph_optimizations`` (a smoke run's choice of start-up speed, not the run's).
 Eval, infer and export also leave out what says which data to read and how much at once (the
 data layer's files and folders, vocabularies excepted, the batch sizes and ``eval_batches``):
 they read the config's data for their mode, or the command line's. ``--continue_learning``
@@ -39,7 +40,7 @@ from open_seq2seq.utils.io import atomic_write_text
 OVERRIDES_FILE = "overrides.yaml"
 #: Keys a later command decides for itself.
 NOT_REMEMBERED = ("logdir", "num_gpus", "gpu_ids", "use_horovod", "allreduce_dtype",
-                  "allow_model_changes")
+                  "allow_model_changes", "graph_optimizations")
 #: Model keys whose values may differ between the run and a later command without changing
 #: the model: how much data it reads at once and its seed.
 _NOT_COMPARED = ("batch_size_per_gpu", "eval_batch_size_per_gpu", "random_seed")

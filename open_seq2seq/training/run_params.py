@@ -116,6 +116,10 @@ GROUPS: dict[str, dict[str, Param]] = {
                                         "Trainable variables whose name matches are frozen."),
         "use_xla_jit": Param(bool, False, "Compile each replica's forward and backward pass "
                              "with XLA (--use_xla_jit)."),
+        "graph_optimizations": Param(bool, True, "Let TensorFlow's graph optimizer (Grappler) "
+                                     "rewrite the compiled functions. False: a run starts "
+                                     "sooner and steps slower, for smoke runs of a few steps "
+                                     "(training/graph_optimizations.py)."),
         "loss_scaling": Param((float, str, None), None,
                               "Static loss scale, 'Backoff' or 'LogMax' (half precision only)."),
         "loss_scaling_params": Param(dict, {}, "Parameters of the automatic loss scaler."),

@@ -18,7 +18,7 @@ import tensorflow as tf
 from open_seq2seq.distributed.backend import Backend
 from open_seq2seq.errors import ConfigError, DivergenceError
 from open_seq2seq.models.model import Model
-from open_seq2seq.training import reporting, stopping
+from open_seq2seq.training import graph_optimizations, reporting, stopping
 from open_seq2seq.training.checkpoints import CheckpointStore
 from open_seq2seq.training.early_stopping import EarlyStopping
 from open_seq2seq.training.evaluator import Evaluator, to_numpy
@@ -216,7 +216,8 @@ class Trainer:
       n_params = sum(int(np.prod(v.shape)) for v in self.step.variables)
       log(f"Training {n_params:,} parameters for {reporting.counted(max_steps, 'step')} "
           f"({reporting.counted(steps_per_epoch, 'step')} per epoch, "
-          f"{self.backend.num_replicas} replica(s), backend {self.backend.name})")
+          f"{self.backend.num_replicas} replica(s), backend {self.backend.name}"
+          f"{'' if graph_optimizations.enabled() else ', graph optimizations off'})")
     try:
       with stopping.deferred(), profiled_steps(self.params["profile_steps"], self.logdir,
                                                self.backend.worker_index) as profiler:

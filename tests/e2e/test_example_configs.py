@@ -96,7 +96,7 @@ INFER_MAX_PARAMS = 15_000_000
 FULL_CYCLE_MAX_PARAMS = 50_000_000
 TIMEOUT = 1800
 _STARTED = re.compile(r"Training ([\d,]+) parameters for (\d+) steps? .* (\d+) replica\(s\), "
-                      r"backend ([\w-]+)")
+                      r"backend ([\w-]+)(, graph optimizations off)?\)")
 
 
 def _horovod_missing() -> str | None:
@@ -113,12 +113,15 @@ def _gpus() -> int:
 
 
 def _run(args: list[str]) -> tuple[subprocess.CompletedProcess, float]:
-  """``python run.py ARGS`` from the repository root as one process (started warm: the
-  package is imported once, tests/helpers/warm_cli.py); (result, seconds)."""
+  """``python run.py ARGS --graph_optimizations=False`` from the repository root as one
+  process (started warm: the package is imported once, tests/helpers/warm_cli.py); (result,
+  seconds). These runs are smoke runs of one or two steps, so Grappler is off
+  (training/graph_optimizations.py): a quarter of a run's time after import on 2 Intel
+  cores; the learning tests run with it."""
   env = toy.single_process_env()
   env.update(PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
   start = time.monotonic()
-  result = warm_cli.run(args, env, cwd=ROOT, timeout=TIMEOUT)
+  result = warm_cli.run(args + ["--graph_optimizations=False"], env, cwd=ROOT, timeout=TIMEOUT)
   return result, time.monotonic() - start
 
 
@@ -260,6 +263,7 @@ def _check_started(result: subprocess.CompletedProcess, path: str, params: dict,
   assert started, _explain(result)
   assert (started.group(4), int(started.group(3))) == (backend, replicas)
   assert int(started.group(2)) == steps, _explain(result)
+  assert started.group(5), "--graph_optimizations=False did not reach the run"
   trained = int(started.group(1).replace(",", ""))
   published = PUBLISHED_SIZES.get(os.path.basename(path))
   if published is not None:
