@@ -49,9 +49,20 @@ def source_lines(data):
     return f.read().splitlines()
 
 
+_TRAINED = {}  # (data, overrides, seed, data overrides, steps) -> model: the tests only read it
+
+
 def trained(data, *overrides, seed=0, data_overrides=None, steps=STEPS):
   """A tiny Transformer trained ``steps`` Adam steps on the toy reversal task (a few
-  seconds): sure enough of its choices that beam search is not decided by the last bits."""
+  seconds): sure enough of its choices that beam search is not decided by the last bits.
+  Tests asking for the same training share its model (the quantization cases)."""
+  key = (data, overrides, seed, None if data_overrides is None else tuple(data_overrides), steps)
+  if key not in _TRAINED:
+    _TRAINED[key] = _train(data, overrides, seed, data_overrides, steps)
+  return _TRAINED[key]
+
+
+def _train(data, overrides, seed, data_overrides, steps):
   keras.utils.set_random_seed(seed)
   flags = toy.data_overrides(data) if data_overrides is None else data_overrides
   base, configs = load_config(toy.TOY_CONFIG, "train", [
