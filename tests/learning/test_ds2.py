@@ -16,7 +16,8 @@ pytestmark = pytest.mark.slow
 CONFIG = os.path.join(CONFIG_DIR, "ds2_small_1gpu.py")
 DATA = "data/synthetic_speech"
 # The config's model and training as shipped, but for the data and the size: a model that
-# trains 600 steps in about a minute on 2 cores (reached dev WER 0.09; 0.12 at step 400).
+# trains 400 steps in under a minute on 2 AMD cores (dev WER 0.12 at step 400, 0.09 at 600;
+# the gate is 0.4).
 OVERRIDES = [
     f"--data_layer_params/vocab_file={VOCAB}",
     f"--train_params/data_layer_params/dataset_files=['{DATA}/train.csv']",
@@ -30,7 +31,7 @@ OVERRIDES = [
     "--encoder_params/row_conv=True", "--encoder_params/n_hidden=128",
     "--encoder_params/dropout_keep_prob=0.9",
     "--lr_policy_params/learning_rate=0.003",  # the config's 1e-4 is for LibriSpeech's hours
-    "--max_steps=600", "--batch_size_per_gpu=16", "--summaries=[]",
+    "--max_steps=400", "--batch_size_per_gpu=16", "--summaries=[]",
     "--eval_steps=200", "--print_loss_steps=50", "--print_samples_steps=200",
     "--save_checkpoint_steps=200", "--save_summaries_steps=100",
 ]
@@ -50,7 +51,7 @@ def trained(workdir):  # noqa: F811
 
 def test_trains_a_row_convolution_with_batch_norm(trained, workdir):  # noqa: F811
   import tensorflow as tf
-  assert "eval at step 600" in trained.stdout and "WER" in trained.stdout
+  assert "eval at step 400" in trained.stdout and "WER" in trained.stdout
   checkpoint = tf.train.latest_checkpoint(os.path.join(workdir, "ds2_logdir"))
   shapes = {name: shape for name, shape in tf.train.list_variables(checkpoint)
             if "row_conv" in name and "optimizer" not in name}
