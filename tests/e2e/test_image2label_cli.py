@@ -5,8 +5,6 @@ import csv
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -33,11 +31,7 @@ TINY_IMAGENET = ["--num_gpus=1", "--encoder_params/style=cifar", "--encoder_para
 
 def run(config, logdir, mode, *extra, stdin=None):
   args = [f"--config_file={config}", f"--mode={mode}", f"--logdir={logdir}", *extra]
-  if stdin is None:
-    return toy.run_cli(args)
-  return subprocess.run([sys.executable, os.path.join(toy.ROOT, "run.py"), *args], input=stdin,
-                        capture_output=True, text=True, timeout=600,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=toy.ROOT))
+  return toy.run_cli(args, stdin=stdin)
 
 
 def read_rows(path):

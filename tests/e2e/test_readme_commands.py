@@ -21,7 +21,8 @@ from tests.helpers import toy, warm_cli
 pytestmark = pytest.mark.slow
 
 README = os.path.join(toy.ROOT, "README.md")
-TINY = toy.TINY_MODEL + ["--max_steps=20", "--eval_steps=None"]
+# runs of at most 50 steps of a tiny model: Grappler off (training/graph_optimizations.py)
+TINY = toy.TINY_MODEL + ["--graph_optimizations=False", "--max_steps=20", "--eval_steps=None"]
 
 
 def _using_it_commands():

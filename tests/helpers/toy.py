@@ -55,10 +55,27 @@ def run_cli(args: list[str], cwd: str | None = None, timeout: int = 600,
             env: dict | None = None, stdin: str | None = None
             ) -> subprocess.CompletedProcess:
   """Runs ``python run.py ARGS`` (``stdin``: text typed into it) and returns the completed
-  process (never raises on rc)."""
+  process (never raises on rc).
+
+  A smoke run (``--max_steps=N``, N <= SMOKE_STEPS) runs with ``--graph_optimizations=False``
+  unless ARGS set it: Grappler is a large share of a run of a few steps and pays off only
+  over longer ones (training/graph_optimizations.py); runs that learn keep it."""
+  if _is_smoke_run(args):
+    args = [*args, "--graph_optimizations=False"]
   full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT, **(env or {}))
   # started warm (tests/helpers/warm_cli.py): the same process a `python run.py` would be
   return warm_cli.run(args, full_env, cwd=cwd, timeout=timeout, stdin_text=stdin)
+
+
+#: Training runs of at most this many steps are smoke runs (see :func:`run_cli`).
+SMOKE_STEPS = 5
+
+
+def _is_smoke_run(args: list[str]) -> bool:
+  if any(a.startswith("--graph_optimizations=") for a in args):
+    return False
+  steps = [a.split("=", 1)[1] for a in args if a.startswith("--max_steps=")]
+  return bool(steps) and steps[-1].isdigit() and int(steps[-1]) <= SMOKE_STEPS
 
 
 def example_config_overrides(directory: str) -> tuple[list[str], int]:
