@@ -39,6 +39,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -49,8 +50,8 @@ import pytest
 
 from open_seq2seq.config import load_config, load_config_module
 from open_seq2seq.distributed.horovod_backend import ignored_devices_notice
-from tests.helpers import (config_sizes, fastpitch, hifigan, image, lm, speech, speech_commands,
-                           toy, tts, warm_cli, wavenet)
+from tests.helpers import (config_sizes, fastpitch, hifigan, image, lm, shared_data, speech,
+                           speech_commands, toy, tts, warm_cli, wavenet)
 
 pytestmark = pytest.mark.slow
 
@@ -161,10 +162,7 @@ def once(tmp_path_factory) -> Callable[[str, tuple], bool]:
   """``once(what, key)``: True the first time it is asked in this test session, over every
   xdist worker (the first to create the key's file in the session's directory wins), so
   that spreading the configs over workers does not repeat an eval or infer."""
-  root = tmp_path_factory.getbasetemp()
-  if os.environ.get("PYTEST_XDIST_WORKER"):
-    root = root.parent  # xdist gives each worker <the session's basetemp>/popen-<worker>
-  directory = root / "example-config-runs"
+  directory = pathlib.Path(shared_data.session_root(tmp_path_factory), "example-config-runs")
   directory.mkdir(exist_ok=True)
 
   def first(what: str, key: tuple) -> bool:
