@@ -121,10 +121,7 @@ def test_interactive_infer_reads_stdin(trained, data_dir):
   args = base_args(data_dir, logdir, "interactive_infer", "test") + [
       "--data_layer_params/source_file=/nonexistent/source.txt",
       "--data_layer_params/target_file=/nonexistent/target.txt"]
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=toy.ROOT)
-  proc = subprocess.run([sys.executable, os.path.join(toy.ROOT, "run.py"), *args],
-                        input="1 2 3 4 5\n\n6 7 8\n", capture_output=True, text=True,
-                        timeout=300, env=env)
+  proc = toy.run_cli(args, stdin="1 2 3 4 5\n\n6 7 8\n", timeout=300)
   assert proc.returncode == 0, proc.stderr[-3000:]
   answers = [l for l in proc.stdout.splitlines() if not l.startswith("[")]
   assert len(answers) == 2  # one per non-empty input line
