@@ -4,7 +4,8 @@ tests/e2e/test_example_configs.py steps every config on tiny generated data in o
 vocabulary, so it cannot see a config that contradicts its recipe (convs2s-small-bible shared
 its source and target embeddings while the Bible recipe writes per-side vocabularies of 4,729
 and 5,296 ids). Here each config of ``CASES`` runs ``python run.py --mode=train_eval
---max_steps=2 --eval_batches=2`` (warm, tests/helpers/warm_cli.py) with nothing else changed:
+--max_steps=2 --eval_batches=2 --graph_optimizations=False`` (warm, tests/helpers/warm_cli.py;
+Grappler off, as for every smoke run of the suite) with nothing else changed:
 its own model, batch size, logdir and data paths, from a work directory laid out as a checkout
 (tests/helpers/recipes.py links ``CHECKOUT``) whose ``data/`` holds what the recipes write:
 
@@ -54,7 +55,7 @@ STEPS = 2
 EVAL_BATCHES = 2
 TIMEOUT = 900
 _STARTED = re.compile(r"Training ([\d,]+) parameters for (\d+) steps? .* 1 replica\(s\), "
-                      r"backend single")
+                      r"backend single, graph optimizations off\)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,8 +235,10 @@ class Runs:
     assert logdir and not os.path.isabs(logdir), f"{config}: logdir {logdir!r} (relative expected)"
     env = toy.single_process_env(drop=environment_variables(config))
     env.update(dict(case.env), PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
+    # a smoke run of two steps: Grappler off (training/graph_optimizations.py), as the
+    # every-config test runs them
     args = [f"--config_file={path}", f"--mode={case.mode}", f"--max_steps={STEPS}",
-            *case.overrides]
+            "--graph_optimizations=False", *case.overrides]
     if case.mode == "train_eval":
       args.append(f"--eval_batches={EVAL_BATCHES}")
     start = time.monotonic()
