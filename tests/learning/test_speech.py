@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from open_seq2seq.utils.metrics import word_error_rate
-from tests.helpers import toy, word_timestamps
+from tests.helpers import shared_data, toy, word_timestamps
 from tests.helpers.speech import CONFIG_DIR, VOCAB, held_out_wer
 from tests.helpers.speech import load_script
 
@@ -20,25 +20,23 @@ CONFIG = os.path.join(CONFIG_DIR, "w2l_toy_synthetic.py")
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-  """A working directory holding data/synthetic_speech (the toy config's relative paths)."""
+  """A working directory of this module holding data/synthetic_speech (the toy config's
+  relative paths): one corpus for the session, linked (tests/helpers/shared_data.py; the
+  speech learning modules import this fixture)."""
   if not (shutil.which("espeak-ng") and shutil.which("flite")):
     pytest.skip("espeak-ng/flite not installed (Debian packages espeak-ng, flite)")
-  root = tmp_path_factory.mktemp("speech_run")
-  load_script("make_synthetic_speech").make_corpus(
-      str(root / "data" / "synthetic_speech"), {"train": 400, "dev": 40, "test": 40}, seed=0)
-  return str(root)
+  corpus = shared_data.shared_directory(
+      tmp_path_factory, "synthetic_speech-400-40-40",
+      lambda directory: load_script("make_synthetic_speech").make_corpus(
+          directory, {"train": 400, "dev": 40, "test": 40}, seed=0))
+  return shared_data.linked_into(str(tmp_path_factory.mktemp("speech_run")),
+                                 "data/synthetic_speech", corpus)
 
 
 def run(workdir, mode, *extra, stdin=None):
   args = [f"--config_file={CONFIG}", f"--mode={mode}", f"--logdir={workdir}/logdir",
           f"--data_layer_params/vocab_file={VOCAB}", *extra]
-  if stdin is None:
-    return toy.run_cli(args, cwd=workdir)
-  import subprocess
-  import sys
-  return subprocess.run([sys.executable, os.path.join(toy.ROOT, "run.py"), *args], cwd=workdir,
-                        input=stdin, capture_output=True, text=True, timeout=600,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=toy.ROOT))
+  return toy.run_cli(args, cwd=workdir, stdin=stdin)
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ utterance is 2-4 random digits out of ten) at best ~0.9.
 
 import os
 import re
-import shutil
 
 import pytest
 
 from tests.helpers import toy
-from tests.helpers.speech import CONFIG_DIR, VOCAB, load_script
+from tests.helpers.speech import CONFIG_DIR, VOCAB
+from tests.learning.test_speech import workdir  # noqa: F401  (the synthetic corpus)
 
 pytestmark = pytest.mark.slow
 
@@ -22,25 +22,13 @@ STEPS = 300
 THRESHOLD = 0.4
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-  """A working directory holding data/synthetic_speech, made as tests/learning/test_speech.py
-  makes it (same script, sizes and seed)."""
-  if not (shutil.which("espeak-ng") and shutil.which("flite")):
-    pytest.skip("espeak-ng/flite not installed (Debian packages espeak-ng, flite)")
-  root = tmp_path_factory.mktemp("speech_attention_run")
-  load_script("make_synthetic_speech").make_corpus(
-      str(root / "data" / "synthetic_speech"), {"train": 400, "dev": 40, "test": 40}, seed=0)
-  return str(root)
-
-
-def run(workdir, mode, *extra):
+def run(workdir, mode, *extra):  # noqa: F811
   return toy.run_cli([f"--config_file={CONFIG}", f"--mode={mode}",
                       f"--logdir={workdir}/logdir", f"--data_layer_params/vocab_file={VOCAB}",
                       *extra], cwd=workdir)
 
 
-def test_joint_ctc_attention_learns_to_transcribe_held_out_speech(workdir):
+def test_joint_ctc_attention_learns_to_transcribe_held_out_speech(workdir):  # noqa: F811
   result = run(workdir, "train_eval", f"--max_steps={STEPS}", f"--eval_steps={STEPS}",
                "--print_samples_steps=100")
   assert result.returncode == 0, result.stderr[-3000:]

@@ -93,7 +93,7 @@ def test_fusion_with_a_word_lm_transcribes_better(trained, workdir):  # noqa: F8
   host's search without LM weight and the in-graph one, both of beam 4, return the same
   transcript for 29 of the 40 utterances."""
   data = os.path.join(workdir, "data/synthetic_speech")
-  lm_path = os.path.join(data, "3-gram.arpa")
+  lm_path = os.path.join(workdir, "3-gram.arpa")  # data/ is the session's corpus: read only
   load_script("build_lm").build_lm([], lm_path, order=3, csv_files=[f"{data}/train.csv"])
   out = transcribe(workdir, trained, lm_path, "test", {
       "no_lm_4": {**NO_LM, "beam_width": 4}, "no_lm_16": {**NO_LM, "beam_width": 16},
