@@ -12,6 +12,8 @@ Measured at 250 steps on seeds 0, 1, 2 (FASTPITCH_SEED; corpus and model): mel l
 0.508, 0.548 against baselines 3.90, 3.72, 3.71 (13-15 % of the baseline; the gate is 50 %),
 length ratio 0.944, 0.984, 0.956 (the gate is 0.75-1.25), duration error 0.82-0.92 frames per
 symbol, MAS length error 0. About 91 s per run on 2 shared AMD EPYC cores (corpus included).
+The test trains 200 steps (``STEPS``): seed 0 on an Intel Xeon 2.5 GHz (AVX-512 without BF16),
+mel loss 0.595 against 3.90 (15 %), length ratio 0.940, duration error 0.91, MAS error 0.
 """
 
 import json
@@ -29,7 +31,7 @@ from tests.helpers.tts import CONFIG_DIR, make_synthetic_corpus
 pytestmark = pytest.mark.slow
 
 CONFIG = os.path.join(CONFIG_DIR, "fastpitch-synthetic-small.py")
-STEPS = 250
+STEPS = 200
 #: Corpus and model seed (FASTPITCH_SEED=1 ... to choose thresholds on other seeds).
 SEED = int(os.environ.get("FASTPITCH_SEED", "0"))
 #: (a): the model's held-out mel loss must be below this share of the mean-frame baseline's.
