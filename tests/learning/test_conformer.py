@@ -1,5 +1,5 @@
 """End to end on synthetic speech through run.py: the shipped Conformer-CTC config (x4
-subsampling, 4 blocks of d_model 96) learns to transcribe held-out utterances in 300 steps,
+subsampling, 4 blocks of d_model 96) learns to transcribe held-out utterances in 240 steps,
 far below what a model that learnt nothing gets (WER 1.0 for blank output)."""
 
 import os
@@ -13,9 +13,9 @@ from tests.learning.test_speech import workdir  # noqa: F401  (the synthetic cor
 pytestmark = pytest.mark.slow
 
 CONFIG = os.path.join(CONFIG_DIR, "conformer_ctc_synthetic.py")
-# Half the config's schedule: measured held-out WER 0.10 at 300 steps (0.036 at 600) on 2
-# loaded AVX-512 cores, 96 s.
-OVERRIDES = [f"--data_layer_params/vocab_file={VOCAB}", "--max_steps=300", "--eval_steps=300", "--save_checkpoint_steps=300",
+# 240 of the config's 600 steps: held-out WER 0.138 at 240 on an Intel Xeon 2.5 GHz (stop 48,
+# sized for that slower kind); 0.10 at 300 and 0.036 at 600 on 2 loaded AVX-512 cores, 96 s.
+OVERRIDES = [f"--data_layer_params/vocab_file={VOCAB}", "--max_steps=240", "--eval_steps=240", "--save_checkpoint_steps=240",
              "--print_samples_steps=None", "--summaries=[]"]
 
 
@@ -27,7 +27,7 @@ def run(workdir, mode, *extra):  # noqa: F811
 def test_learns_to_transcribe_held_out_speech(workdir):  # noqa: F811
   trained = run(workdir, "train_eval")
   assert trained.returncode == 0, trained.stderr[-3000:]
-  assert "eval at step 300" in trained.stdout and "WER" in trained.stdout
+  assert "eval at step 240" in trained.stdout and "WER" in trained.stdout
   output = os.path.join(workdir, "conformer_test_predictions.csv")
   result = run(workdir, "infer", f"--infer_output_file={output}")
   assert result.returncode == 0, result.stderr[-3000:]
