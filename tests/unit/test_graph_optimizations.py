@@ -20,7 +20,8 @@ def restored():
   graph_optimizations.apply(before)
 
 
-def test_apply_turns_the_meta_optimizer_off_and_on(restored):  # pylint: disable=unused-argument
+@pytest.mark.usefixtures("restored")
+def test_apply_turns_the_meta_optimizer_off_and_on():
   graph_optimizations.apply(False)
   assert not graph_optimizations.enabled()
   assert tf.config.optimizer.get_experimental_options()["disable_meta_optimizer"] is True
@@ -28,7 +29,8 @@ def test_apply_turns_the_meta_optimizer_off_and_on(restored):  # pylint: disable
   assert graph_optimizations.enabled()
 
 
-def test_a_function_computes_the_same_without_it(restored):  # pylint: disable=unused-argument
+@pytest.mark.usefixtures("restored")
+def test_a_function_computes_the_same_without_it():
   x = tf.constant(np.arange(12, dtype=np.float32).reshape(3, 4))
 
   def fold(x):  # constant folding and arithmetic rewrites have something to do here
@@ -41,7 +43,8 @@ def test_a_function_computes_the_same_without_it(restored):  # pylint: disable=u
   np.testing.assert_array_equal(*results)
 
 
-def test_the_start_line_says_when_it_is_off(tmp_path, capsys, restored):  # pylint: disable=unused-argument
+@pytest.mark.usefixtures("restored")
+def test_the_start_line_says_when_it_is_off(tmp_path, capsys):
   for enabled, logdir in ((True, tmp_path / "on"), (False, tmp_path / "off")):
     graph_optimizations.apply(enabled)
     trainer = linear.trainer(str(logdir), max_steps=1)
