@@ -50,20 +50,27 @@ def fresh_resolution():
 
 
 def test_mixed_means_bfloat16_on_this_cpu(fresh_resolution):
-  if tf.config.list_physical_devices("GPU") or "avx512_fp16" in precision.cpu_flags():
-    pytest.skip("this host has fast float16")
+  if tf.config.list_physical_devices("GPU"):
+    pytest.skip("this host has a GPU")
   name, why = precision.resolve_mixed()
   assert name == "mixed_bfloat16"
-  assert "without AVX512-FP16" in why
+  assert "float16 would be emulated" in why
   assert precision.describe("mixed").startswith("dtype mixed -> mixed_bfloat16 (")
   assert precision.compute_dtype("mixed") == tf.bfloat16
   assert precision.variable_dtype("mixed") == tf.float32
 
 
-def test_mixed_means_float16_with_avx512_fp16(fresh_resolution, monkeypatch):
+@pytest.mark.parametrize("flags,native", [
+    ({"avx512f", "avx512_fp16", "avx512_bf16", "amx_bf16"}, True),  # a Sapphire Rapids Xeon
+    ({"avx512f", "avx512_fp16"}, False), ({"avx2"}, False)])
+def test_mixed_means_bfloat16_on_every_cpu_avx512_fp16_included(fresh_resolution, monkeypatch,
+                                                                  flags, native):
+  """TensorFlow's CPU kernels do not use AVX512-FP16: float16 is emulated there too."""
   monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
-  monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx512f", "avx512_fp16"}))
-  assert precision.resolve_mixed()[0] == "mixed_float16"
+  monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset(flags))
+  name, why = precision.resolve_mixed()
+  assert name == "mixed_bfloat16"
+  assert ("native bfloat16" in why) == native
 
 
 def test_mixed_means_float16_on_gpus(fresh_resolution, monkeypatch):
