@@ -27,17 +27,6 @@ TYPES = ("float32", "bfloat16", "float16")
 HALF_FLAGS = ("avx512_bf16", "amx_bf16", "avx512_fp16", "amx_fp16")
 
 
-def cpu_name() -> str:
-  try:
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-      for line in f:
-        if line.startswith("model name"):
-          return line.split(":", 1)[1].strip()
-  except OSError:
-    pass
-  return "unknown CPU"
-
-
 def timed(op, inputs, repeats: int) -> float:
   """Median seconds of one forward + backward pass of ``op(*inputs)``."""
   import tensorflow as tf
@@ -70,6 +59,7 @@ def main() -> None:
   from open_seq2seq.utils.quiet_start import start_script_quietly
   start_script_quietly()
   import tensorflow as tf
+  from open_seq2seq.run_record import cpu_name
   from open_seq2seq.utils import precision
 
   x = tf.random.stateless_normal([args.batch, args.time, args.channels], seed=[0, 1])
