@@ -25,7 +25,9 @@ CLASSIFIER_CONFIG = os.path.join(ROOT, "example_configs", "transfer", "tweets-fr
 AUSTEN = os.path.join(ROOT, "data", "austen")
 TWEETS = os.path.join(ROOT, "data", "tweets")
 LM_STEPS = 300
-CLASSIFIER_STEPS = 150
+#: 300, not 150: at 150 the classifier from the novels' model reached 72.4 % on AMD EPYC and
+#: 70.0 % on an Intel Xeon (AVX512-FP16/AMX), against a bar of 71.8 % (majority 69.8 % + 2)
+CLASSIFIER_STEPS = 300
 
 
 def _need(path: str) -> None:
