@@ -304,10 +304,12 @@ def _train_eval_and_infer(path: str, logdir: str, data: list[str], examples: int
   # components: the other configs of a combination train with --mode=train (~10 minutes of
   # the suite).
   evaluate = once("eval", _infer_key(params))
-  train = [f"--mode={'train_eval' if evaluate else 'train'}", f"--max_steps={STEPS}"]
+  # early stopping needs the evals of train_eval (--mode=train refuses it)
+  train_mode = "train_eval" if evaluate or params.get("early_stopping") else "train"
+  train = [f"--mode={train_mode}", f"--max_steps={STEPS}"]
   if params["num_epochs"] is not None:
     train.append("--num_epochs=None")
-  result, times["train_eval" if evaluate else "train"] = _run(common + flags + train)
+  result, times[train_mode] = _run(common + flags + train)
   trained = _check_started(result, path, params, steps=STEPS)
   assert trained <= FULL_CYCLE_MAX_PARAMS, \
       f"{trained:,} parameters: add {os.path.basename(path)} to config_sizes.STEPPED (built " \
