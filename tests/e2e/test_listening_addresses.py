@@ -69,6 +69,26 @@ def _is_loopback(ip: str) -> bool:
   return ip.startswith("127.") or ip in ("::1", "::ffff:127.0.0.1")
 
 
+def _reports(output: str) -> dict:
+  """Each rank's report found in the job's output so far. mpiexec forwards the ranks' lines as
+  they come, so two reports can share a line ('LISTENING {...}LISTENING {...}')."""
+  found = {}
+  for part in output.split("LISTENING ")[1:]:
+    try:
+      report, _ = json.JSONDecoder().raw_decode(part)
+    except json.JSONDecodeError:
+      continue  # not complete yet
+    found[report["rank"]] = report
+  return found
+
+
+def test_reports_sharing_a_line_are_both_read():
+  shared = ('LISTENING {"rank": 0, "listening": []}LISTENING {"rank": 1, "listening": '
+            '["0100007F:1F90"]}\nLISTENING {"rank": 2, "list')
+  assert _reports(shared) == {0: {"rank": 0, "listening": []},
+                              1: {"rank": 1, "listening": ["0100007F:1F90"]}}
+
+
 def _run_job(command, tmp_path, env):
   """Starts the job, returns (each rank's report, the job's output) once both reported."""
   script, release = tmp_path / "job.py", tmp_path / "release"
@@ -85,8 +105,7 @@ def _run_job(command, tmp_path, env):
         break
       lines.append(line)
       if "LISTENING " in line:
-        report = json.loads(line.split("LISTENING ", 1)[1])
-        reports[report["rank"]] = report
+        reports = _reports("".join(lines))
     checked = {rank: _reachable_from_here(report) for rank, report in reports.items()}
   finally:
     release.touch()
